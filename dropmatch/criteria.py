@@ -1,0 +1,90 @@
+"""Acceptance rules: the DropMatch criteria registry, the lossless tests, and the one shared prefix rule.
+
+Every criterion has one signature, `criterion(stats: PathStats) -> Verdict`, and returns its decision
+per position together with the component verdicts that explain it (SPEC §2.2). Nothing here loads a
+model or touches the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from dropmatch.heads import PathStats
+
+
+@dataclass(frozen=True)
+class Verdict:
+    accept: torch.Tensor  # [P] bool
+    components: dict[str, torch.Tensor]  # reason name -> [P] bool, in the order reasons are given
+
+
+def naive(stats: PathStats) -> Verdict:
+    """Accept d when d is the top-1 token of ANY path (paper Eq. 4)."""
+    hit = (stats.tokens == stats.draft[:, None]).any(-1)
+    return Verdict(hit, {"naive": hit})
+
+
+def js(stats: PathStats) -> Verdict:
+    """Accept d when JS(q || centroid) <= max_i JS(p_i || centroid): the draft lies inside the paths' spread."""
+    hit = stats.js_draft <= stats.js_paths.max(-1).values
+    return Verdict(hit, {"js": hit})
+
+
+def majority(stats: PathStats) -> Verdict:
+    """Accept d when it is the plurality top-1 of the K paths (a tie is no majority)."""
+    hit = stats.majority == stats.draft
+    return Verdict(hit, {"majority": hit})
+
+
+def majority_strict(stats: PathStats) -> Verdict:
+    """Accept d when more than K/2 paths vote for it."""
+    counts = torch.tensor([v.get(d, 0) for v, d in zip(stats.votes, stats.draft.tolist())])
+    hit = counts * 2 > stats.K
+    return Verdict(hit, {"majority": hit})
+
+
+def js_majority(stats: PathStats) -> Verdict:
+    """Paper Algorithm 1: accept by JS, else by majority."""
+    a, b = js(stats), majority(stats)
+    return Verdict(a.accept | b.accept, {**a.components, **b.components})
+
+
+CRITERIA: dict[str, Callable[[PathStats], Verdict]] = {
+    "js+majority": js_majority,
+    "js": js,
+    "majority": majority,
+    "majority-strict": majority_strict,
+    "naive": naive,
+}
+REASONS = ("exact", "naive", "js", "majority", "rejected", "skipped", "correction", "bonus", "target")
+
+
+def accepted_length(accepts: torch.Tensor) -> int:
+    """The one prefix rule: how many leading positions are accepted (Medusa's cumprod(mask).sum())."""
+    return int(torch.cumprod(accepts.to(torch.long), 0).sum())
+
+
+def lossless_greedy(draft: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
+    """Greedy exact match: accept d_j iff d_j == argmax z_j.  draft: [P]; target_logits: [P, V] -> [P] bool"""
+    return draft == target_logits.argmax(-1)
+
+
+def lossless_sampling(
+    draft: torch.Tensor, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator
+) -> torch.Tensor:
+    """Leviathan/Chen test: accept d_j with probability min(1, p_j(d_j) / q_j(d_j)).  p, q: [P, V] probs"""
+    p_d = p.gather(-1, draft[:, None]).squeeze(-1)
+    q_d = q.gather(-1, draft[:, None]).squeeze(-1)
+    u = torch.rand(draft.shape[0], generator=generator)
+    return u * q_d <= p_d
+
+
+def residual_sample(p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> int:
+    """Replacement after a rejection: a draw from norm(max(p - q, 0)); from p itself if that is all zero."""
+    residual = (p - q).clamp_min(0.0)
+    total = residual.sum()
+    dist = residual / total if total > 0 else p
+    return int(torch.multinomial(dist, 1, generator=generator))

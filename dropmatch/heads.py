@@ -1,0 +1,131 @@
+"""K Monte Carlo dropout paths on the LM head: masks, batched products, the sparse-complement form, statistics.
+
+Only the hidden state that the LM head consumes is dropped (inverted dropout, SPEC §2.1); the transformer
+blocks and the KV cache are untouched, so the paths cost K extra head products and no forward pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+import torch.nn.functional as F
+
+
+def dropout_masks(positions: int, K: int, hidden: int, p_drop: float, generator: torch.Generator) -> torch.Tensor:
+    """Bernoulli(1 - p_drop) keep-masks, fresh per position and path.  # [P, K, H] bool"""
+    u = torch.rand(positions, K, hidden, generator=generator)
+    return u >= p_drop
+
+
+def path_logits(h: torch.Tensor, weight: torch.Tensor, masks: torch.Tensor, p_drop: float) -> torch.Tensor:
+    """Dense form: one batched product W (h * m) / (1 - p_drop) for all paths.
+
+    h: [P, H] final hidden states (after the final norm); weight: [V, H]; masks: [P, K, H].
+    Returns float32 logits [P, K, V].
+    """
+    scale = 1.0 / (1.0 - p_drop)
+    dropped = h[:, None, :] * (masks.to(h.dtype) * scale)  # [P, K, H]
+    return F.linear(dropped, weight).float()  # [P, K, V]
+
+
+def sparse_complement_logits(
+    z: torch.Tensor, h: torch.Tensor, weight_t: torch.Tensor, masks: torch.Tensor, p_drop: float
+) -> torch.Tensor:
+    """Sparse-complement form: (W h - W[:, D] h[D]) / (1 - p_drop), reading only the dropped columns D.
+
+    z: [P, V] unmasked logits W h; weight_t: [H, V] (a contiguous transposed copy of W, so a dropped
+    hidden unit is one row); masks: [P, K, H]. Equal to `path_logits` up to float rounding.
+    """
+    P, K, H = masks.shape
+    drop = ~masks.reshape(P * K, H)
+    rows, cols = drop.nonzero(as_tuple=True)  # which path, which hidden unit
+    weights = h.repeat_interleave(K, dim=0)[rows, cols]
+    offsets = torch.zeros(P * K, dtype=torch.long)
+    offsets[1:] = torch.cumsum(drop.sum(-1), 0)[:-1]
+    removed = F.embedding_bag(cols, weight_t, offsets, mode="sum", per_sample_weights=weights)  # [P*K, V]
+    out = z.float()[:, None, :] - removed.float().reshape(P, K, -1)
+    return out / (1.0 - p_drop)
+
+
+def js_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """Jensen-Shannon divergence in nats (in [0, ln 2]) over the last axis, from log-probabilities.
+
+    Not its square root (scipy's `jensenshannon` returns the distance, the root of this).
+    """
+    log_m = torch.logaddexp(log_p, log_q) - torch.log(torch.tensor(2.0, dtype=log_p.dtype))
+    p, q = log_p.exp(), log_q.exp()
+    kl_pm = torch.special.xlogy(p, p) - p * log_m
+    kl_qm = torch.special.xlogy(q, q) - q * log_m
+    return 0.5 * (kl_pm.sum(-1) + kl_qm.sum(-1)).clamp_min(0.0)
+
+
+@dataclass(frozen=True)
+class PathStats:
+    """What every criterion reads: the K path distributions at P positions, the draft tokens and q.
+
+    logits: [P, K, V] float32 path logits; draft: [P] draft token ids; q_logprobs: [P, V] draft model's
+    log-distribution at the same temperature; temperature: 0 means path tokens are argmaxes, > 0 means
+    they are sampled from each path (SPEC §2.5) with the position's generator.
+    """
+
+    logits: torch.Tensor
+    draft: torch.Tensor
+    q_logprobs: torch.Tensor
+    temperature: float = 0.0
+    generators: tuple[torch.Generator, ...] = ()  # one per position, for path sampling at T > 0
+
+    @property
+    def K(self) -> int:
+        return self.logits.shape[1]
+
+    @cached_property
+    def logprobs(self) -> torch.Tensor:
+        t = self.temperature if self.temperature > 0 else 1.0
+        return torch.log_softmax(self.logits / t, dim=-1)  # [P, K, V]
+
+    @cached_property
+    def centroid_logprobs(self) -> torch.Tensor:
+        """The centroid is softmax of the MEAN LOGITS of the paths (paper Eq. 5), not a mean of probabilities."""
+        t = self.temperature if self.temperature > 0 else 1.0
+        return torch.log_softmax(self.logits.mean(1) / t, dim=-1)  # [P, V]
+
+    @cached_property
+    def tokens(self) -> torch.Tensor:
+        """Each path's token: its top-1 at T = 0, a sample from it at T > 0.  # [P, K]"""
+        if self.temperature <= 0:
+            return self.logits.argmax(-1)
+        probs = self.logprobs.exp()
+        return torch.stack([torch.multinomial(probs[i], 1, generator=g)[:, 0] for i, g in enumerate(self.generators)])
+
+    @cached_property
+    def js_paths(self) -> torch.Tensor:
+        """JS(p_i || centroid) for each path.  # [P, K]"""
+        return js_divergence(self.logprobs, self.centroid_logprobs[:, None, :])
+
+    @cached_property
+    def js_draft(self) -> torch.Tensor:
+        """JS(q || centroid) with the draft model's full distribution q.  # [P]"""
+        return js_divergence(self.q_logprobs, self.centroid_logprobs)
+
+    @cached_property
+    def votes(self) -> list[dict[int, int]]:
+        """Per position, how many paths voted for each token."""
+        out = []
+        for row in self.tokens.tolist():
+            counts: dict[int, int] = {}
+            for tok in row:
+                counts[tok] = counts.get(tok, 0) + 1
+            out.append(counts)
+        return out
+
+    @cached_property
+    def majority(self) -> torch.Tensor:
+        """The plurality token per position, or -1 when the top vote count is tied.  # [P]"""
+        out = []
+        for counts in self.votes:
+            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+            tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+            out.append(-1 if tied else ranked[0][0])
+        return torch.tensor(out, dtype=torch.long)

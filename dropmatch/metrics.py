@@ -1,0 +1,105 @@
+"""Metrics of SPEC §4, computed from a trace alone, with their definitions and a pandas table view."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dropmatch.trace import Trace
+
+# Shown next to every number in the CLI and the app.
+DEFINITIONS = {
+    "tau": "mean acceptance length N / T: tokens emitted per target forward, bonus token included (1.0 for plain decoding)",
+    "tau_minus_1": "mean accepted draft tokens per target forward, tau - 1 (bonus excluded)",
+    "acceptance_rate": "accepted draft tokens / drafted tokens, sum a_t / sum k_t",
+    "per_position": "r_i = share of rounds whose accepted prefix reaches draft position i",
+    "histogram": "h[j] = rounds that accepted exactly j drafts (sum h = T)",
+    "relaxed_share": "accepted drafts that lossless would have rejected / accepted drafts",
+    "n_tokens": "N, generated tokens",
+    "target_forwards": "T, target verification forwards (rounds)",
+    "draft_forwards": "draft model forwards",
+    "head_products": "target LM-head products: one per verified position, plus K per position whose paths were computed",
+    "wall_s": "wall time of all rounds, prefill included, seconds",
+    "tokens_per_s": "N / wall time",
+    "overhead_share": "time in dropout paths and criteria / total round time",
+    "speedup": "tokens/s / tokens/s of the baseline on the same prompt",
+    "first_divergence": "first generated position (0-based) where the output departs from the baseline's; None if it never does",
+    "equal_share": "share of positions up to the shorter output where the two outputs hold the same token",
+}
+
+
+def round_stats(trace: Trace) -> pd.DataFrame:
+    """One row per round: k (drafted), a (accepted prefix, uncapped by EOS or length), e (emitted)."""
+    rows = {r.round: {"round": r.round, "k": 0, "a": 0, "e": 0, "relaxed": 0} for r in trace.rounds}
+    for rec in trace.records:
+        row = rows.setdefault(rec.round, {"round": rec.round, "k": 0, "a": 0, "e": 0, "relaxed": 0})
+        if rec.kind == "draft":
+            row["k"] += 1
+            row["a"] += bool(rec.accepted)
+            row["relaxed"] += bool(rec.accepted) and not rec.lossless
+        row["e"] += rec.emitted
+    return pd.DataFrame(sorted(rows.values(), key=lambda r: r["round"]), columns=["round", "k", "a", "e", "relaxed"])
+
+
+def compute(trace: Trace) -> dict:
+    """All scalar metrics of one trace (plain Python values)."""
+    rs = round_stats(trace)
+    T = len(rs)
+    N = int(rs["e"].sum())
+    sum_k, sum_a = int(rs["k"].sum()), int(rs["a"].sum())
+    gamma = int(trace.config.get("gamma", 0)) if trace.config.get("method") != "target" else 0
+    wall = sum(r.t_total for r in trace.rounds)
+    overhead = sum(r.t_paths + r.t_criteria for r in trace.rounds)
+    tau = N / T if T else 0.0
+    return {
+        "tau": tau,
+        "tau_minus_1": tau - 1 if T else 0.0,
+        "acceptance_rate": sum_a / sum_k if sum_k else None,
+        "per_position": [float((rs["a"] >= i).sum() / T) if T else 0.0 for i in range(1, gamma + 1)],
+        "histogram": [int((rs["a"] == j).sum()) for j in range(gamma + 1)],
+        "relaxed_share": int(rs["relaxed"].sum()) / sum_a if sum_a else 0.0,
+        "n_tokens": N,
+        "target_forwards": T,
+        "draft_forwards": sum(r.draft_forwards for r in trace.rounds),
+        "head_products": sum(r.head_products for r in trace.rounds),
+        "accepted_drafts": sum_a,
+        "drafted": sum_k,
+        "wall_s": wall,
+        "tokens_per_s": N / wall if wall > 0 else 0.0,
+        "overhead_share": overhead / wall if wall > 0 else 0.0,
+    }
+
+
+def compare(trace: Trace, baseline: Trace) -> dict:
+    """Speedup and lossiness of `trace` against `baseline` (same prompt)."""
+    a, b = trace.token_ids, baseline.token_ids
+    n = min(len(a), len(b))
+    first = next((i for i in range(n) if a[i] != b[i]), None)
+    if first is None and len(a) != len(b):
+        first = n
+    mine, theirs = compute(trace)["tokens_per_s"], compute(baseline)["tokens_per_s"]
+    return {
+        "speedup": mine / theirs if theirs > 0 else None,
+        "first_divergence": first,
+        "equal_share": sum(x == y for x, y in zip(a, b)) / n if n else 1.0,
+    }
+
+
+def token_table(trace: Trace) -> pd.DataFrame:
+    """One row per token record, lists flattened to strings: the CSV download and the app's table."""
+    df = pd.DataFrame([vars(r) for r in trace.records])
+    if df.empty:
+        return df
+    return df.drop(columns=["top"]).assign(
+        **{c: df[c].map(lambda v: None if v is None else str(v)) for c in ("path_tokens", "votes", "js_paths", "verdicts", "path_p", "path_rank")}
+    )
+
+
+def summary_table(traces: dict[str, Trace], baseline: str | None = None) -> pd.DataFrame:
+    """Metrics of several traces side by side, rows = metric, one column per trace name."""
+    cols = {}
+    for name, trace in traces.items():
+        m = compute(trace)
+        if baseline and baseline in traces and name != baseline:
+            m.update(compare(trace, traces[baseline]))
+        cols[name] = m
+    return pd.DataFrame(cols)

@@ -1,0 +1,112 @@
+"""Loading a target/draft pair (the embedded default, a hub id or a local path) once, with its tokenizer."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from dropmatch import embedded
+
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+DEFAULT_TARGET = embedded.EMBEDDED_ID
+DEFAULT_DRAFT = embedded.EMBEDDED_ID
+# The same pair on the hub, for machines (a Hugging Face Space) that reach it.
+HUB_PAIR = (embedded.TARGET.original, embedded.DRAFT.original)
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    target: torch.nn.Module
+    draft: torch.nn.Module
+    tokenizer: object
+    target_id: str
+    draft_id: str
+    eos_ids: frozenset[int]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.target.parameters()).device
+
+    @property
+    def vocab_size(self) -> int:
+        """Logit width shared by both models after padding the narrower one (extra ids get probability 0)."""
+        return max(self.target.get_output_embeddings().weight.shape[0], self.draft.get_output_embeddings().weight.shape[0])
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _resolve(model_id: str, role: str) -> str:
+    if model_id == embedded.EMBEDDED_ID:
+        return str(embedded.ensure_converted(embedded.TARGET if role == "target" else embedded.DRAFT))
+    return model_id
+
+
+def _load_one(path: str, dtype: torch.dtype, device: str, device_map: str | None):
+    from transformers import AutoModelForCausalLM
+
+    kwargs = {"dtype": dtype}
+    if device_map:
+        kwargs["device_map"] = device_map
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as err:
+        raise ValueError(f"cannot load model {path!r}: {str(err).splitlines()[0]}") from None
+    if not device_map:
+        model = model.to(device)
+    return model.eval()
+
+
+def _same_tokenizer(a, b) -> bool:
+    return a.get_vocab() == b.get_vocab()
+
+
+@functools.lru_cache(maxsize=2)
+def load_pair(
+    target_id: str = DEFAULT_TARGET,
+    draft_id: str = DEFAULT_DRAFT,
+    dtype: str = "bfloat16",
+    device: str | None = None,
+    device_map: str | None = None,
+) -> ModelPair:
+    """Load (and cache) a pair. Raises ValueError with a clear message for a bad id or mismatched tokenizers."""
+    from transformers import AutoTokenizer
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+    device = device or default_device()
+    target_path, draft_path = _resolve(target_id, "target"), _resolve(draft_id, "draft")
+    try:
+        tok_t = AutoTokenizer.from_pretrained(target_path)
+        tok_d = tok_t if draft_path == target_path else AutoTokenizer.from_pretrained(draft_path)
+    except OSError as err:
+        raise ValueError(f"cannot load a tokenizer: {str(err).splitlines()[0]}") from None
+    if not _same_tokenizer(tok_t, tok_d):
+        raise ValueError(
+            f"the target {target_id!r} and the draft {draft_id!r} use different tokenizers; speculative "
+            "decoding here needs one vocabulary (the JS criterion compares distributions id by id)"
+        )
+    target = _load_one(target_path, DTYPES[dtype], device, device_map)
+    draft = target if draft_path == target_path else _load_one(draft_path, DTYPES[dtype], device, device_map)
+    eos = set()
+    for source in (tok_t.eos_token_id, target.generation_config.eos_token_id):
+        if source is not None:
+            eos.update(source if isinstance(source, list) else [source])
+    return ModelPair(target, draft, tok_t, target_id, draft_id, frozenset(eos))
+
+
+def encode_prompt(tokenizer, prompt: str, chat: bool = False) -> list[int]:
+    """Token ids of the prompt; with `chat`, wrapped in the tokenizer's chat template as one user turn."""
+    if not prompt or not prompt.strip():
+        raise ValueError("the prompt is empty")
+    if chat:
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError("this tokenizer has no chat template; run without chat format")
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+        )
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer(prompt)["input_ids"]
