@@ -64,7 +64,6 @@ def _same_tokenizer(a, b) -> bool:
     return a.get_vocab() == b.get_vocab()
 
 
-@functools.lru_cache(maxsize=2)
 def load_pair(
     target_id: str = DEFAULT_TARGET,
     draft_id: str = DEFAULT_DRAFT,
@@ -72,12 +71,18 @@ def load_pair(
     device: str | None = None,
     device_map: str | None = None,
 ) -> ModelPair:
-    """Load (and cache) a pair. Raises ValueError with a clear message for a bad id or mismatched tokenizers."""
-    from transformers import AutoTokenizer
-
+    """Load a pair once per (ids, dtype, device). Raises ValueError for a bad id or mismatched tokenizers."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
-    device = device or default_device()
+    if not target_id or not draft_id:
+        raise ValueError("both a target and a draft model id are needed")
+    return _load_pair(target_id, draft_id, dtype, device or default_device(), device_map)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_map: str | None) -> ModelPair:
+    from transformers import AutoTokenizer
+
     target_path, draft_path = _resolve(target_id, "target"), _resolve(draft_id, "draft")
     try:
         tok_t = AutoTokenizer.from_pretrained(target_path)

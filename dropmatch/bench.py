@@ -1,0 +1,147 @@
+"""`bench`: target-only, lossless, DropMatch and transformers' assisted generation, interleaved on one prompt set.
+
+Timings on shared machines are noisy, so every method runs on every prompt in one process, in a
+rotating order, and speedups are ratios measured side by side (Spec-Bench: mean tokens/s of a method
+over prompts divided by the baseline's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from dropmatch import metrics
+from dropmatch.decode import generate
+from dropmatch.models import ModelPair, encode_prompt
+
+METHODS = ("target", "lossless", "dropmatch", "assisted")
+
+
+def load_prompts(path: str | Path) -> list[dict]:
+    """JSONL with a `prompt` field per line (optional `id`, `category`, `chat`)."""
+    rows = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{n}: not valid JSON ({err.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+            raise ValueError(f"{path}:{n}: each line needs a string field 'prompt'")
+        row.setdefault("id", str(n))
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"{path}: no prompts")
+    return rows
+
+
+def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tokens: int) -> dict:
+    """transformers' `generate(assistant_model=...)`, greedy, drafting exactly gamma tokens per round.
+
+    Target forwards are counted with a hook on the target's body; tau = new tokens / target forwards.
+    """
+    gc = pair.draft.generation_config
+    saved = {k: getattr(gc, k, None) for k in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")}
+    gc.num_assistant_tokens, gc.num_assistant_tokens_schedule, gc.assistant_confidence_threshold = gamma, "constant", 0.0
+    calls = [0]
+    hook = pair.target.get_decoder().register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    try:
+        x = torch.tensor([prompt_ids], device=pair.device)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            out = pair.target.generate(
+                x, attention_mask=torch.ones_like(x), assistant_model=pair.draft, do_sample=False,
+                max_new_tokens=max_new_tokens, eos_token_id=sorted(pair.eos_ids), pad_token_id=sorted(pair.eos_ids)[0],
+            )
+        wall = time.perf_counter() - start
+    finally:
+        hook.remove()
+        for k, v in saved.items():
+            setattr(gc, k, v)
+    n = out.shape[1] - len(prompt_ids)
+    return {"tau": n / calls[0], "acceptance_rate": None, "tokens_per_s": n / wall, "n_tokens": n,
+            "token_ids": out[0, len(prompt_ids):].tolist(), "overhead_share": 0.0}
+
+
+def run_bench(pair: ModelPair, prompts: list[dict], configs: dict, gamma: int, max_new_tokens: int) -> pd.DataFrame:
+    """One row per (prompt, method); methods rotate their order from prompt to prompt."""
+    # Warm-up: first calls pay for allocation and kernel selection.
+    generate(pair, "Hello", dataclasses.replace(configs["dropmatch"], max_new_tokens=4))
+    rows = []
+    order = list(METHODS)
+    for i, item in enumerate(tqdm(prompts, desc="bench")):
+        chat = bool(item.get("chat", False))
+        ids = encode_prompt(pair.tokenizer, item["prompt"], chat)
+        outputs = {}
+        for method in order[i % len(order):] + order[: i % len(order)]:
+            if method == "assisted":
+                m = assisted_run(pair, ids, gamma, max_new_tokens)
+                outputs[method] = m.pop("token_ids")
+            else:
+                trace = generate(pair, item["prompt"], configs[method], chat=chat)
+                m = metrics.compute(trace)
+                outputs[method] = trace.token_ids
+            rows.append({"prompt": item["id"], "category": item.get("category"), "method": method, **{
+                k: m[k] for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share")}})
+        for row in rows[-len(METHODS):]:
+            ref, mine = outputs["lossless"], outputs[row["method"]]
+            n = min(len(ref), len(mine))
+            row["equal_to_lossless"] = sum(a == b for a, b in zip(ref, mine)) / n if n else 1.0
+    return pd.DataFrame(rows)
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Per method: pooled tau, mean acceptance rate and tokens/s, speedups as ratios of mean tokens/s."""
+    df = df.assign(forwards=df["n_tokens"] / df["tau"])
+    g = df.groupby("method", sort=False)
+    out = pd.DataFrame({
+        "tau": g["n_tokens"].sum() / g["forwards"].sum(),
+        "acceptance_rate": g["acceptance_rate"].mean(),
+        "tokens_per_s": g["tokens_per_s"].mean(),
+        "equal_to_lossless": g["equal_to_lossless"].mean(),
+        "overhead_share": g["overhead_share"].mean(),
+    }).reindex(list(METHODS))
+    out.insert(3, "speedup_vs_target", out["tokens_per_s"] / out.loc["target", "tokens_per_s"])
+    out.insert(4, "speedup_vs_lossless", out["tokens_per_s"] / out.loc["lossless", "tokens_per_s"])
+    return out
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from dropmatch.cli import decode_config
+    from dropmatch.models import load_pair
+
+    if args.temperature != 0:
+        raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
+    prompts = load_prompts(args.prompts)[: args.limit]
+    pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
+    configs = {m: decode_config(args, m) for m in ("target", "lossless", "dropmatch")}
+    df = run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens)
+    table = summarise(df)
+    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
+        print(f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
+              f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}")
+        print(table.to_string())
+        print("tau pooled over prompts (N / T, bonus included); tokens/s and speedups: mean over prompts; "
+              "overhead_share: time in dropout paths + criteria / round time")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"config": vars(args) | {"func": None},
+                                               "summary": table.reset_index().to_dict(orient="records"),
+                                               "rows": df.to_dict(orient="records")}, indent=1, default=str))
+    return 0
+
+
+def add_parser(sub, add_decode_args) -> None:
+    p = sub.add_parser("bench", help="compare target-only, lossless, DropMatch and assisted generation")
+    p.add_argument("--prompts", required=True, help="JSONL file with a 'prompt' field per line")
+    p.add_argument("--limit", type=int, default=None, help="first N prompts only")
+    p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
+    add_decode_args(p)
+    p.set_defaults(func=_cmd_bench)
