@@ -1,0 +1,232 @@
+"""Presenting a recorded sweep: the summary table, figure files, and one self-contained HTML report.
+
+The report holds the figures, the tables and the comparison with the paper. plotly.js is inlined once, with
+the first figure; the others reuse it, so the file opens offline. The paper's numbers (SPEC §5) and the
+reference measurements (SPEC §5b) appear only as stated comparisons next to what this sweep measured; every
+"this sweep" value is computed from the table.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dropmatch.metrics import DEFINITIONS
+from dropmatch.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
+from viz.sweep import FIGURES, centre, held
+
+# (claim, what the paper reports, what the reference implementation measured on the embedded pair)
+PAPER = {
+    "gain5": (
+        "tau gain of DropMatch over lossless, draft length 5",
+        "about +10%",
+        "+43% (tau 3.6 → 5.1, 10 mixed prompts)",
+    ),
+    "gain_long": (
+        "tau gain at the longest draft length",
+        "L = 10: GSM8K 7.62 → 9.20 (+21%), MMLU 5.25 → 6.06 (+15%), IFEval 5.47 → 6.34 (+16%); "
+        "Qwen3-4B/32B MMLU 6.48 → 8.60 (+33%)",
+        "not measured",
+    ),
+    "speedup": (
+        "speedup over lossless (tokens/s on the same prompt and γ)",
+        "1.20x (GSM8K, L = 10), 1.33x (Qwen3 MMLU, L = 10); 4x A100, vLLM",
+        "1.19x dense paths, 1.33x lazy paths (γ 5)",
+    ),
+    "score": ("task score, DropMatch vs lossless", "accuracy within about 1-2 points", "not measured"),
+    "humaneval": ("tau gain on HumanEval", "almost nothing (the paths nearly always agree)", "not measured"),
+    "korean": (
+        "out of distribution (Korean prompts)",
+        "SD + DropMatch keeps tau 5.24 where EAGLE3 falls to 1.46 (Korean MT-bench)",
+        "not measured",
+    ),
+    "p_drop": (
+        "tau over the p_drop sweep at K 5",
+        "no end-to-end sweep; per-head quality falls sharply at p_drop 0.5",
+        "4.3 / 5.0 / 5.1 / 5.3 / 5.3 for p_drop 0.1 … 0.5",
+    ),
+    "K": (
+        "tau over the K sweep at p_drop 0.3",
+        "no K ablation (K = 5 everywhere)",
+        "4.0 / 4.9 / 5.1 / 5.3 for K 1 / 3 / 5 / 8",
+    ),
+}
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score."""
+    keys = ["suite", *SETTING_COLUMNS]
+    g = df.groupby(keys, dropna=False, sort=True)
+    medians = ["tau", "acceptance_rate", "tokens_per_s", "speedup", "tau_gain", "first_divergence", "equal_share"]
+    out = g[medians].median()
+    out.insert(0, "prompts", g.size())
+    out.insert(2, "tau_pooled", g["n_tokens"].sum() / g["target_forwards"].sum())
+    out["score"] = g["score"].mean()
+    order = ["suite", "gamma", "method", "K", "p_drop", "criterion"]  # lossless before DropMatch at each gamma
+    return out.reset_index().sort_values(order, ascending=[True, True, False, True, True, True], ignore_index=True)
+
+
+def _pooled(rows: pd.DataFrame) -> float:
+    return rows["n_tokens"].sum() / rows["target_forwards"].sum() if len(rows) else float("nan")
+
+
+def _at(df: pd.DataFrame, method: str, **factors) -> pd.DataFrame:
+    rows = df[df["method"] == method]
+    for name, value in factors.items():
+        rows = rows[rows[name] == value]
+    return rows
+
+
+def _gain(df: pd.DataFrame, gamma) -> str | None:
+    """Pooled tau of lossless and of DropMatch at the centre with this gamma."""
+    base, dm = _at(df, "lossless", gamma=gamma), _at(df, "dropmatch", **{**centre(df), "gamma": gamma})
+    if base.empty or dm.empty:
+        return None
+    a, b = _pooled(base), _pooled(dm)
+    return (
+        f"γ {gamma}: {b / a - 1:+.0%} (pooled tau {a:.2f} → {b:.2f}; median per prompt {dm['tau_gain'].median():+.0%})"
+    )
+
+
+def _speedups(df: pd.DataFrame) -> str | None:
+    dm = held(df, "gamma").dropna(subset=["speedup"])
+    med = dm.groupby("gamma")["speedup"].median()
+    return ", ".join(f"γ {g}: {v:.2f}x" for g, v in med.items()) + " (medians over prompts)" if len(med) else None
+
+
+def _sweep_of(df: pd.DataFrame, factor: str) -> str | None:
+    dm = held(df, factor)
+    if dm[factor].nunique() < 2:
+        return None
+    taus = dm.groupby(factor)["tau"].median()
+    base = _at(df, "lossless", gamma=centre(df)["gamma"])["tau"].median()
+    values = " / ".join(f"{v:.2f}" for v in taus)
+    return f"{values} for {factor} " + " / ".join(f"{k:g}" for k in taus.index) + f" (lossless {base:.2f}; medians)"
+
+
+def _score(df: pd.DataFrame) -> str | None:
+    scored, c = df.dropna(subset=["score"]), centre(df)
+    base, dm = _at(scored, "lossless", gamma=c["gamma"]), _at(scored, "dropmatch", **c)
+    if base.empty or dm.empty:
+        return None
+    a, b = base["score"].mean(), dm["score"].mean()
+    return f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {len(dm)} problems)"
+
+
+def _korean(df: pd.DataFrame) -> str | None:
+    ko, c = df[df["category"] == "korean"], centre(df)
+    if ko.empty:
+        return None
+    return f"pooled tau {_pooled(_at(ko, 'lossless', gamma=c['gamma'])):.2f} → {_pooled(_at(ko, 'dropmatch', **c)):.2f}"
+
+
+def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim: the paper, the reference implementation, and this sweep (per suite, computed)."""
+    ours = {key: [] for key in PAPER}
+    for suite, part in df.groupby("suite"):
+        if not centre(part):
+            continue
+        longest = max(part["gamma"])
+        values = {"gain5": _gain(part, 5), "gain_long": _gain(part, longest) if longest > 5 else None,
+                  "speedup": _speedups(part), "score": _score(part),
+                  "humaneval": _gain(part, centre(part)["gamma"]) if suite == "humaneval" else None,
+                  "korean": _korean(part), "p_drop": _sweep_of(part, "p_drop"), "K": _sweep_of(part, "K")}  # fmt: skip
+        for key, value in values.items():
+            if value is not None:
+                ours[key].append(f"{suite}: {value}")
+    rows = [
+        (claim, paper, ref, "; ".join(ours[key]) or "not in this sweep") for key, (claim, paper, ref) in PAPER.items()
+    ]
+    return pd.DataFrame(rows, columns=["claim", "paper (SPEC §5)", "reference implementation (SPEC §5b)", "this sweep"])
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .5em}
+th{background:#f3f3f3;text-align:left}h2{border-bottom:2px solid #ddd}.note{color:#555;font-size:.9em}
+pre{white-space:pre-wrap;background:#f8f8f8;padding:.5em}"""
+NOTE = (
+    "The paper ran 8B→70B and 4B→32B pairs with vLLM on 4x A100 at draft length 10; this sweep runs the embedded "
+    "0.5B→1.5B pair on the machine named in the settings. Paper values are quoted, not measured here."
+)
+EXTRA_DEFINITIONS = {
+    "tau_gain": "tau of the row ÷ tau of lossless on the same prompt and γ, minus 1",
+    "score": "the task's own score (HumanEval: the problem's tests pass, 0/1); its mean is pass@1",
+}
+
+
+def _table(df: pd.DataFrame) -> str:
+    return df.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.3g}", border=0, escape=True)
+
+
+def _definitions() -> str:
+    names = ["tau", "acceptance_rate", "relaxed_share", "speedup", "first_divergence", "equal_share"]
+    items = {k: DEFINITIONS[k] for k in names if k in DEFINITIONS} | EXTRA_DEFINITIONS
+    return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in items.items()) + "</ul>"
+
+
+def _per_category(part: pd.DataFrame) -> pd.DataFrame:
+    """Medians per category for lossless and DropMatch at the centre setting, one column per metric x method."""
+    c = centre(part)
+    rows = pd.concat([_at(part, "lossless", gamma=c["gamma"]), _at(part, "dropmatch", **c)])
+    per = rows.groupby(["category", "method"])[["tau", "speedup", "equal_share", "score"]].median().unstack("method")
+    per.columns = [f"{m} {v}" for v, m in per.columns]
+    return per.reset_index().dropna(axis=1, how="all")
+
+
+def _samples(part: pd.DataFrame, n: int = 3) -> str:
+    """The first prompts' outputs, lossless next to DropMatch at the centre: what lossiness looks like."""
+    c = centre(part)
+    base, dm = _at(part, "lossless", gamma=c["gamma"]), _at(part, "dropmatch", **c)
+    both = base.merge(dm, on="prompt_id", suffixes=(" lossless", " DropMatch")).head(n)
+    cols = ["prompt_id", "text lossless", "text DropMatch", "first_divergence DropMatch"]
+    return _table(both[cols].rename(columns={"first_divergence DropMatch": "first divergence"}))
+
+
+def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
+    parts = [f"<h2>Suite: {html.escape(str(suite))} ({part['prompt_id'].nunique()} prompts)</h2>"]
+    for i, figure in enumerate(FIGURES.values()):
+        parts.append(figure(part).to_html(full_html=False, include_plotlyjs=inline_js and i == 0, default_height=420))
+    parts.append("<h3>Per setting (medians over prompts)</h3>" + _table(summary(part).drop(columns=["suite"])))
+    if centre(part):
+        parts.append("<h3>Per category, centre setting (medians)</h3>" + _table(_per_category(part)))
+        parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(part))
+    return "".join(parts)
+
+
+def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep report") -> str:
+    """The report as one HTML string; plotly.js is inlined with the first figure only."""
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        "<h2>Settings</h2><pre>" + html.escape(json.dumps(manifest, indent=1)) + "</pre>",
+        "<h2>Definitions</h2>" + _definitions(),
+        f"<h2>Comparison with the paper</h2><p class=note>{NOTE}</p>" + _table(paper_comparison(df)),
+    ]
+    parts += [_suite_section(suite, part, i == 0) for i, (suite, part) in enumerate(df.groupby("suite"))]
+    parts.append("<p class=note>Per-prompt rows: table.csv in the sweep directory.</p>")
+    head = f"<meta charset=utf-8><title>{html.escape(title)}</title><style>{CSS}</style>"
+    return f"<!doctype html><html><head>{head}</head><body>{''.join(parts)}</body></html>"
+
+
+def write_report(source: str | Path, out: str | Path | None = None) -> Path:
+    """Render the sweep in `source` into `out` (default: source/report.html)."""
+    df = load_sweep(source)
+    manifest_path = Path(source) / MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    path = Path(out) if out else Path(source) / "report.html"
+    path.write_text(render(df, manifest), encoding="utf-8")
+    return path
+
+
+def write_outputs(out_dir: str | Path) -> pd.DataFrame:
+    """table.csv, summary.csv and one HTML file per figure and suite (plotly.js from its CDN) in the sweep dir."""
+    out, df = Path(out_dir), load_sweep(out_dir)
+    df.to_csv(out / TABLE, index=False)
+    summary(df).to_csv(out / "summary.csv", index=False)
+    (out / "figures").mkdir(exist_ok=True)
+    for suite, part in df.groupby("suite"):
+        for name, figure in FIGURES.items():
+            figure(part).write_html(out / "figures" / f"{suite}_{name}.html", include_plotlyjs="cdn")
+    return df

@@ -1,0 +1,216 @@
+"""Sweeps: grid parsing, OFAT and grid designs, resume after an interruption, the tidy table, the real runner."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import pytest
+
+from dropmatch.suites import DEFAULT_SUITE, SuiteItem, load_suite
+from dropmatch.sweep import (
+    CELLS,
+    COLUMNS,
+    DERIVED,
+    Setting,
+    add_parsers,
+    check_manifest,
+    design_settings,
+    divergence,
+    load_sweep,
+    make_runner,
+    parse_centre,
+    parse_values,
+    read_cells,
+    run_sweep,
+)
+
+PAPER_GRID = {"p_drop": [0, 0.1, 0.2, 0.3, 0.4, 0.5], "K": [1, 3, 5, 8], "gamma": [3, 5, 8]}
+
+
+@pytest.mark.parametrize(
+    "text, factor, expected",
+    [
+        ("0,0.1,0.5", "p_drop", [0.0, 0.1, 0.5]),
+        (" 0.3 , 0.3,0 ", "p_drop", [0.3, 0.0]),
+        ("1,3,5,8", "K", [1, 3, 5, 8]),
+        ("5", "gamma", [5]),
+        ("js+majority,naive", "criterion", ["js+majority", "naive"]),
+        ("lossless,dropmatch", "method", ["lossless", "dropmatch"]),
+    ],
+)
+def test_parse_values(text, factor, expected):
+    assert parse_values(text, factor) == expected
+
+
+@pytest.mark.parametrize(
+    "text, factor, message",
+    [
+        ("0,abc", "p_drop", "'abc' is not a number"),
+        ("1", "p_drop", r"outside \[0.0, 1.0\)"),
+        ("-0.1", "p_drop", "outside"),
+        ("nan", "p_drop", "outside"),
+        ("2.5", "K", "not an integer"),
+        ("0", "K", r"outside \[1, 32\]"),
+        ("17", "gamma", "outside"),
+        ("0.1,,0.2", "p_drop", "comma-separated"),
+        ("", "gamma", "comma-separated"),
+        ("bogus", "criterion", "not one of"),
+        ("target", "method", "not one of"),
+        ("1", "temperature", "unknown factor"),
+    ],
+)
+def test_bad_values_raise_clear_errors(text, factor, message):
+    with pytest.raises(ValueError, match=message):
+        parse_values(text, factor)
+
+
+def test_parse_centre():
+    assert parse_centre("gamma=8, p_drop=0.2") == {"gamma": 8, "K": 5, "p_drop": 0.2, "criterion": "js+majority"}
+    for bad in ("gamma", "depth=3", "K=0"):
+        with pytest.raises(ValueError):
+            parse_centre(bad)
+
+
+def test_ofat_varies_one_factor_at_a_time_around_the_paper_setting():
+    settings = design_settings(PAPER_GRID, "ofat")
+    lossless = [s for s in settings if s.method == "lossless"]
+    dm = [s for s in settings if s.method == "dropmatch"]
+    assert [s.gamma for s in lossless] == [5, 3, 8] and settings[:3] == lossless  # baselines first
+    assert len(dm) == len(set(dm)) == 11  # centre + 5 other p_drop + 3 other K + 2 other gamma
+    assert dm[0] == Setting("dropmatch", 5, 5, 0.3, "js+majority")
+    for s in dm:  # every point differs from the centre in at most one factor
+        assert sum([s.gamma != 5, s.K != 5, s.p_drop != 0.3, s.criterion != "js+majority"]) <= 1
+
+
+def test_grid_is_the_cross_product_and_methods_filter():
+    assert len(design_settings(PAPER_GRID, "grid")) == 3 + 6 * 4 * 3
+    assert {s.method for s in design_settings(PAPER_GRID, "grid", ["lossless"])} == {"lossless"}
+    assert len(design_settings({}, "ofat", ["dropmatch"])) == 1
+    with pytest.raises(ValueError, match="design"):
+        design_settings({}, "random")
+
+
+def test_keys_are_unique_and_configs_valid():
+    settings = design_settings(PAPER_GRID, "grid")
+    assert len({s.key("s", "p1") for s in settings}) == len(settings)
+    assert Setting("lossless", 5).key("s", "p1") == "s|p1|lossless|g5"
+    config = Setting("dropmatch", 8, 3, 0.1, "naive").config(32, seed=7)
+    assert (config.gamma, config.K, config.p_drop, config.criterion, config.max_new_tokens, config.seed) == (
+        8,
+        3,
+        0.1,
+        "naive",
+        32,
+        7,
+    )
+
+
+ITEMS = [SuiteItem("a", "qa", "p"), SuiteItem("b", "code", "q")]
+
+
+def fake_runner(calls: list, fail_after: int | None = None):
+    """A cheap runner: tau grows with p_drop; it can be 'interrupted' after some cells."""
+
+    def run(item, setting):
+        if fail_after is not None and len(calls) >= fail_after:
+            raise KeyboardInterrupt
+        calls.append(setting.key("s", item.id))
+        tau = 3.0 + 4 * (setting.p_drop or 0)
+        return {"tau": tau, "n_tokens": 12, "target_forwards": 12 / tau, "tokens_per_s": 10.0 * tau,
+                "output_ids": "1 2 3" if setting.method == "lossless" else "1 9 3", "score": None}  # fmt: skip
+
+    return run
+
+
+def test_an_interrupted_sweep_resumes_without_redoing_cells(tmp_path):
+    settings = design_settings({"p_drop": [0.1, 0.3]}, "ofat")  # lossless + 2 DropMatch
+    calls = []
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(ITEMS, settings, tmp_path, "s", {"max_new_tokens": 8}, fake_runner(calls, fail_after=4))
+    assert len(read_cells(tmp_path)) == 4
+    with (tmp_path / CELLS).open("a") as fh:  # a row cut short by the interruption
+        fh.write('{"key": "s|b|dropm')
+    more = []
+    with pytest.warns(UserWarning, match="incomplete"):
+        df = run_sweep(ITEMS, settings, tmp_path, "s", {"max_new_tokens": 8}, fake_runner(more))
+    assert set(calls).isdisjoint(more) and len(calls) + len(more) == 6 == len(df)
+    with pytest.warns(UserWarning):
+        again = run_sweep(ITEMS, settings, tmp_path, "s", {"max_new_tokens": 8}, fake_runner(third := []))
+    assert third == [] and len(again) == 6
+
+
+def test_tidy_table_schema_and_comparisons(tmp_path):
+    settings = design_settings({"p_drop": [0.5]}, "ofat")
+    df = run_sweep(ITEMS, settings, tmp_path, "s", {"max_new_tokens": 8}, fake_runner([]))
+    assert list(df.columns) == [*COLUMNS, *DERIVED] and len(df) == 6
+    assert df["key"].is_unique
+    base = df[df["method"] == "lossless"]
+    assert (base["speedup"] == 1).all() and (base["tau_gain"] == 0).all() and (base["equal_share"] == 1).all()
+    assert base["first_divergence"].isna().all() and base["K"].isna().all()
+    dm = df[(df["method"] == "dropmatch") & (df["p_drop"] == 0.5)]
+    assert dm["tau_gain"].round(6).tolist() == [round(5 / 3 - 1, 6)] * 2
+    assert dm["speedup"].round(6).tolist() == [round(5 / 3, 6)] * 2
+    assert dm["first_divergence"].tolist() == [1.0, 1.0] and dm["equal_share"].round(4).tolist() == [0.6667] * 2
+    assert load_sweep(tmp_path).equals(df)
+    with pytest.raises(ValueError, match="holds no sweep"):
+        load_sweep(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    "a, b, first, share",
+    [
+        ("1 2 3", "1 2 3", None, 1.0),
+        ("1 2 4", "1 2 3", 2, 2 / 3),
+        ("1 2", "1 2 3", 2, 1.0),
+        ("", "", None, 1.0),
+        (None, "1", None, None),
+    ],
+)
+def test_divergence(a, b, first, share):
+    got_first, got_share = divergence(a, b)
+    assert math.isnan(got_first) if first is None else got_first == first
+    assert math.isnan(got_share) if share is None else got_share == pytest.approx(share)
+
+
+def test_manifest_refuses_mixed_run_settings(tmp_path):
+    check_manifest(tmp_path, "s", {"max_new_tokens": 64}, {"design": "ofat"})
+    check_manifest(tmp_path, "other", {"max_new_tokens": 256})  # another suite may differ
+    check_manifest(tmp_path, "s", {"max_new_tokens": 64})
+    with pytest.raises(ValueError, match="max_new_tokens=64 here, 32 asked"):
+        check_manifest(tmp_path, "s", {"max_new_tokens": 32})
+    assert json.loads((tmp_path / "sweep.json").read_text())["s"]["design"] == {"design": "ofat"}
+
+
+def test_real_runner_on_the_tiny_pair(tiny_pair, tmp_path):
+    """p_drop = 0 in OR mode reproduces lossless; HumanEval cells get a 0/1 score from the real scorer."""
+    items = load_suite(DEFAULT_SUITE, limit=2) + load_suite("humaneval", limit=1)
+    settings = [
+        Setting("lossless", 3),
+        Setting("dropmatch", 3, 2, 0.0, "js+majority"),
+        Setting("dropmatch", 3, 2, 0.5, "naive"),
+    ]
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 10}, make_runner(tiny_pair, 10, timeout=5))
+    assert len(df) == 9 and df["tau"].between(1, 4).all() and (df["n_tokens"] <= 10).all()
+    exact = df[df["p_drop"] == 0]
+    assert (
+        (exact["equal_share"] == 1).all() and exact["first_divergence"].isna().all() and (exact["tau_gain"] == 0).all()
+    )
+    scored = df[df["prompt_id"] == "HumanEval/0"]
+    assert scored["score"].isin([0.0, 1.0]).all() and scored["score_result"].notna().all()
+    assert df.loc[df["prompt_id"] != "HumanEval/0", "score"].isna().all()
+    assert set(df["finish"]) <= {"eos", "length", "stop"}
+
+
+def test_cli_parsers_reject_bad_grids_with_exit_code_2(capsys):
+    parser = argparse.ArgumentParser(prog="dropmatch")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["sweep", "--suite", "humaneval", "--p-drop", "0,0.1", "--k", "1,5", "--out", "x"])
+    assert args.p_drop == [0.0, 0.1] and args.K == [1, 5] and args.design == "ofat" and callable(args.func)
+    assert parser.parse_args(["report", "--from", "d"]).source == "d"
+    for bad in (["--p-drop", "0,1.5"], ["--k", "x"], ["--design", "random"], ["--limit", "0"], ["--centre", "K=99"]):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["sweep", "--suite", "s", "--out", "x", *bad])
+        assert exit_info.value.code == 2
+    assert "outside" in capsys.readouterr().err

@@ -1,0 +1,158 @@
+"""Sweep figures: pure functions from the tidy sweep table (dropmatch.sweep.load_sweep) to plotly figures.
+
+Every function takes the table (one row per prompt x setting) and returns a `go.Figure`; none loads a model
+or imports a UI. Points are medians over prompts (pooled tau = sum N / sum T where noted). The factors a
+figure does not vary are held at the sweep's centre: the most frequent value among the DropMatch rows,
+which for a one-factor-at-a-time design is the centre it was built around.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from viz.theme import METHOD_COLORS, message_figure, style
+
+FACTORS = ("gamma", "K", "p_drop", "criterion")
+HEIGHT = 420
+COLORS = {"lossless": METHOD_COLORS["lossless"], "dropmatch": METHOD_COLORS["DropMatch"]}
+LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
+
+
+def centre(df: pd.DataFrame) -> dict:
+    """The held value of each factor: its most frequent value among DropMatch rows."""
+    dm = df[df["method"] == "dropmatch"]
+    return {f: dm[f].mode().iloc[0] for f in FACTORS} if len(dm) else {}
+
+
+def label(row) -> str:
+    """A short name for a setting: "lossless γ5" or "DropMatch γ5 K5 p0.3 js+majority"."""
+    if row["method"] == "lossless":
+        return f"lossless γ{int(row['gamma'])}"
+    return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}"
+
+
+def _empty(title: str, why: str) -> go.Figure:
+    return message_figure(why, title, HEIGHT)
+
+
+def held(df: pd.DataFrame, *vary: str) -> pd.DataFrame:
+    """DropMatch rows with every factor but `vary` at the centre."""
+    c, dm = centre(df), df[df["method"] == "dropmatch"]
+    for f in FACTORS:
+        if f not in vary and f in c:
+            dm = dm[dm[f] == c[f]]
+    return dm
+
+
+def _lossless_tau(df: pd.DataFrame, gamma) -> float | None:
+    rows = df[(df["method"] == "lossless") & (df["gamma"] == gamma)]
+    return float(rows["tau"].median()) if len(rows) else None
+
+
+def tau_vs_p_drop(df: pd.DataFrame) -> go.Figure:
+    """Median tau against p_drop, one line per K, with the lossless tau as a dashed line."""
+    title = "Mean acceptance length tau vs p_drop, per K"
+    dm = held(df, "p_drop", "K")
+    if dm.empty:
+        return _empty(title, "no DropMatch rows in this sweep")
+    med = dm.groupby(["K", "p_drop"], as_index=False).agg(tau=("tau", "median"), prompts=("tau", "size"))
+    med["K"] = med["K"].astype(int).astype(str)
+    fig = px.line(med, x="p_drop", y="tau", color="K", markers=True, hover_data=["prompts"])
+    base = _lossless_tau(df, centre(df)["gamma"])
+    if base is not None:
+        fig.add_hline(y=base, annotation_text=f"lossless {base:.2f}", **LOSSLESS_LINE)
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis_title="p_drop", yaxis_title=f"tau (median over prompts), γ = {centre(df)['gamma']}"
+    )
+
+
+def tau_vs_k(df: pd.DataFrame) -> go.Figure:
+    """Median tau against the number of dropout paths K at the centre p_drop (the paper has no K ablation)."""
+    title = "Mean acceptance length tau vs K"
+    dm = held(df, "K")
+    if dm.empty:
+        return _empty(title, "no DropMatch rows in this sweep")
+    fig = px.box(
+        dm.assign(K=dm["K"].astype(int)),
+        x="K",
+        y="tau",
+        points="all",
+        color_discrete_sequence=[COLORS["dropmatch"]],
+        hover_data=["prompt_id"],
+    )
+    med = dm.groupby("K", as_index=False)["tau"].median()
+    fig.add_scatter(x=med["K"], y=med["tau"], mode="lines+markers", name="median")
+    base = _lossless_tau(df, centre(df)["gamma"])
+    if base is not None:
+        fig.add_hline(y=base, annotation_text=f"lossless {base:.2f}", **LOSSLESS_LINE)
+    c = centre(df)
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis_title="K (dropout paths)", yaxis_title=f"tau, γ {c['gamma']}, p_drop {c['p_drop']:g}"
+    )
+
+
+def speedup_vs_gamma(df: pd.DataFrame) -> go.Figure:
+    """Per-prompt speedup of DropMatch over lossless (same prompt and gamma) against the draft length gamma."""
+    title = "Speedup over lossless vs draft length gamma"
+    dm = held(df, "gamma").dropna(subset=["speedup"])
+    if dm.empty:
+        return _empty(title, "no DropMatch rows with a lossless baseline")
+    fig = px.box(
+        dm.assign(gamma=dm["gamma"].astype(int)),
+        x="gamma",
+        y="speedup",
+        points="all",
+        color_discrete_sequence=[COLORS["dropmatch"]],
+        hover_data=["prompt_id", "tau", "tau_gain"],
+    )
+    fig.add_hline(y=1.0, annotation_text="lossless", **LOSSLESS_LINE)
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis_title="γ (draft tokens per round)", yaxis_title="tokens/s ÷ lossless tokens/s"
+    )
+
+
+def score_vs_tau(df: pd.DataFrame) -> go.Figure:
+    """Task score against pooled tau per setting: the paper's accuracy / acceptance trade-off."""
+    title = "Task score vs mean acceptance length (accuracy / acceptance trade-off)"
+    scored = df.dropna(subset=["score"])
+    if scored.empty:
+        return _empty(title, "this sweep has no task score (HumanEval has one)")
+    keys = ["method", "gamma", "K", "p_drop", "criterion"]
+    g = scored.groupby(keys, dropna=False)
+    pts = g["score"].agg(["mean", "size"]).rename(columns={"mean": "score", "size": "problems"})
+    pts["tau"] = g["n_tokens"].sum() / g["target_forwards"].sum()
+    pts = pts.reset_index()
+    pts["setting"] = pts.apply(label, axis=1)
+    fig = px.scatter(
+        pts, x="tau", y="score", color="method", color_discrete_map=COLORS, text="setting", hover_data=["problems"]
+    )
+    fig.update_traces(textposition="top center", marker_size=12)
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis_title="tau (pooled: sum N / sum T)", yaxis_title="task score (pass@1)", yaxis_range=[0, 1.05]
+    )
+
+
+def category_bars(df: pd.DataFrame) -> go.Figure:
+    """Median tau per prompt category: lossless vs DropMatch at the centre setting."""
+    title = "Mean acceptance length per category"
+    c = centre(df)
+    if not c:
+        return _empty(title, "no DropMatch rows in this sweep")
+    rows = pd.concat([df[(df["method"] == "lossless") & (df["gamma"] == c["gamma"])], held(df)])
+    med = rows.groupby(["category", "method"], as_index=False)["tau"].median()
+    fig = px.bar(med, x="category", y="tau", color="method", color_discrete_map=COLORS, barmode="group")
+    return style(fig, title, HEIGHT).update_layout(
+        yaxis_title=f"tau (median), γ {c['gamma']}, K {c['K']}, p_drop {c['p_drop']:g}"
+    )
+
+
+# The registry the report and the app read their figure choices from.
+FIGURES = {
+    "tau_vs_p_drop": tau_vs_p_drop,
+    "tau_vs_k": tau_vs_k,
+    "speedup_vs_gamma": speedup_vs_gamma,
+    "score_vs_tau": score_vs_tau,
+    "category_bars": category_bars,
+}
