@@ -1,0 +1,226 @@
+"""Figures and tables of viz/ on the two recorded traces (no model): shapes, marks, values and shared colours."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+import viz
+from dropmatch.metrics import DEFINITIONS, compute
+from dropmatch.trace import Trace
+from viz.rounds import MAP_REASONS, reason_grid
+from viz.steps import STAGES
+from viz.summary import status_line, traces_from_data
+from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
+
+TRACES = Path(__file__).resolve().parents[1] / "assets" / "traces"
+
+
+@pytest.fixture(scope="module")
+def dm() -> Trace:
+    return Trace.from_json(TRACES / "palindrome_dropmatch.json")
+
+
+@pytest.fixture(scope="module")
+def ll() -> Trace:
+    return Trace.from_json(TRACES / "palindrome_lossless.json")
+
+
+def drafts_with(trace: Trace, **fields):
+    return [r for r in trace.records if r.kind == "draft" and all(getattr(r, k) == v for k, v in fields.items())]
+
+
+def heatmaps(fig: go.Figure) -> list[go.Heatmap]:
+    return [t for t in fig.data if isinstance(t, go.Heatmap)]
+
+
+def scale_colors(heatmap: go.Heatmap) -> list[str]:
+    return [c for _, c in heatmap.colorscale[::2]]
+
+
+# ---- coloured output text ----------------------------------------------------------------------
+def test_spans_follow_emitted_records(dm):
+    spans, index = viz.spans(dm)
+    emitted = [r for r in dm.records if r.emitted]
+    assert len(spans) == len(emitted) == len(dm.token_ids)
+    assert [text for text, _ in spans] == [r.text for r in emitted]
+    assert [label for _, label in spans] == [REASON_LABELS[r.reason] for r in emitted]
+    assert [dm.records[i] for i in index] == emitted
+    assert "".join(text for text, _ in spans) == dm.text
+
+
+def test_divergence_marker_points_at_the_parting_token(dm):
+    spans, index = viz.spans(dm, divergence=7)
+    assert spans[7] == ("⟂", DIVERGENCE_LABEL)
+    assert index[7] == index[8]
+    assert dm.records[index[8]].text == spans[8][0]
+
+
+def test_text_colors_come_from_the_theme():
+    colors = viz.text_color_map()
+    for reason in ("exact", "naive", "js", "majority", "correction", "bonus"):
+        assert colors[REASON_LABELS[reason]] == REASON_COLORS[reason]
+    assert DIVERGENCE_LABEL in colors
+
+
+def test_first_divergence(dm, ll):
+    assert viz.first_divergence(dm, ll) is None
+    other = copy.deepcopy(dm)
+    other.token_ids[9] += 1
+    assert viz.first_divergence(other, ll) == 9
+    running = copy.deepcopy(ll)
+    running.token_ids = running.token_ids[:20]
+    running.finish = None
+    assert viz.first_divergence(dm, running) is None  # only shorter so far, not parted
+    running.finish = "eos"
+    assert viz.first_divergence(dm, running) == 20
+
+
+def test_caption_of_a_correction_names_the_rejected_draft(dm):
+    correction = next(r for r in dm.records if r.kind == "correction")
+    replaced = viz.replaced_draft(dm, correction)
+    assert replaced is not None and replaced.reason == "rejected" and replaced.pos == correction.pos
+    assert viz.evidence_record(dm, correction) is replaced
+    text = viz.caption(dm, correction)
+    assert "Replaces the rejected draft" in text and replaced.text in text
+
+
+def test_code_span_survives_backticks():
+    assert code("```") == "```` ``` ````"
+    assert code("a\nb") == "` a↵b `"
+
+
+# ---- inspector ---------------------------------------------------------------------------------
+def test_distribution_heatmap_rows_and_draft_column(dm):
+    K = dm.config["K"]
+    for rec in drafts_with(dm)[:6]:
+        fig = viz.distribution_heatmap(rec)
+        (heat,) = heatmaps(fig)
+        assert len(heat.y) == len(heat.z) == K + 3
+        assert list(heat.y[-3:]) == ["centroid", "target (unmasked)", "draft q"]
+        assert len(heat.z[0]) == len(rec.top["ids"])
+        col = fig.layout.meta["draft_column"]
+        assert rec.top["ids"][col] == rec.token_id
+        assert any(s.x0 == col - 0.5 and s.x1 == col + 0.5 for s in fig.layout.shapes)
+        assert heat.z[-1][col] == pytest.approx(rec.q, rel=1e-5)  # the draft row holds q(d)
+        assert heat.zmin == 0 and heat.zmax == 1
+
+
+def test_heatmap_of_a_correction_marks_both_columns(dm):
+    correction = next(r for r in dm.records if r.kind == "correction")
+    rejected = viz.evidence_record(dm, correction)
+    fig = viz.distribution_heatmap(rejected, correction)
+    meta = fig.layout.meta
+    assert rejected.top["ids"][meta["emitted_column"]] == correction.token_id
+    assert meta["draft_column"] != meta["emitted_column"]
+    assert len(fig.layout.shapes) == 2
+
+
+def test_figures_without_paths_say_why(ll, dm):
+    lossless = drafts_with(ll)[0]
+    bonus = next(r for r in dm.records if r.kind == "bonus")
+    for rec in (lossless, bonus):
+        for fig in (viz.distribution_heatmap(rec), viz.js_figure(rec), viz.votes_figure(rec)):
+            assert not fig.data
+            assert "No dropout paths" in fig.layout.annotations[0].text
+
+
+def test_js_figure_bars_threshold_and_verdict(dm):
+    rejected = drafts_with(dm, reason="rejected")[0]
+    accepted = next(r for r in drafts_with(dm) if r.js_draft <= r.threshold)
+    for rec, color in ((rejected, REJECT_COLOR), (accepted, ACCEPT_COLOR)):
+        fig = viz.js_figure(rec)
+        bars, marker = fig.data
+        assert list(bars.y) == pytest.approx(rec.js_paths)
+        assert marker.y[0] == pytest.approx(rec.js_draft)
+        assert marker.marker.color == color
+        assert fig.layout.shapes[0].y0 == pytest.approx(max(rec.js_paths))
+    assert "reject" in viz.js_figure(rejected).layout.title.text
+
+
+def test_votes_figure(dm):
+    rec = drafts_with(dm, reason="rejected")[0]
+    fig = viz.votes_figure(rec)
+    votes, draft = fig.data
+    assert sum(votes.y) == dm.config["K"]
+    assert list(draft.y) == pytest.approx([rec.p, *rec.path_p])
+    assert list(draft.text) == [f"rank {r}" for r in [rec.target_rank, *rec.path_rank]]
+    assert "majority" in fig.layout.annotations[0].text
+
+
+# ---- rounds, metrics, steps --------------------------------------------------------------------
+def test_reason_heatmap_shape_and_shared_colors(dm, ll):
+    gamma = dm.config["gamma"]
+    figs = [viz.reason_heatmap(t, "x") for t in (dm, ll)]
+    (heat,) = heatmaps(figs[0])
+    assert len(heat.z) == len(dm.rounds) and all(len(row) == gamma + 1 for row in heat.z)
+    assert scale_colors(heat) == list(MAP_REASONS.values())
+    assert scale_colors(heat) == scale_colors(heatmaps(figs[1])[0])
+    cells, _, _, _ = reason_grid(dm)
+    assert all(row[-1] in ("correction", "bonus") for row in cells)
+    names = list(MAP_REASONS)
+    assert [[None if c is None else names[c] for c in row] for row in heat.z] == cells
+    assert [t.marker.color for t in figs[0].data[1:]] == [REASON_COLORS[r] for r in MAP_REASONS]
+
+
+def test_acceptance_figure_matches_metrics(dm, ll):
+    fig = viz.acceptance_figure({"DropMatch": dm, "lossless": ll})
+    m = compute(dm)
+    rates, hist = fig.data[0], fig.data[1]
+    assert list(rates.y) == pytest.approx(m["per_position"])
+    assert sum(hist.y) == len(dm.rounds)
+    assert sum(j * h for j, h in enumerate(hist.y)) == m["accepted_drafts"]
+
+
+def test_metrics_frame(dm, ll):
+    df = viz.metrics_frame({"DropMatch": dm, "lossless": ll})
+    assert list(df.columns) == ["metric", "DropMatch", "lossless", "definition"]
+    tau = df[df.metric.str.startswith("τ,")].iloc[0]
+    assert float(tau["DropMatch"]) == pytest.approx(compute(dm)["tau"], abs=0.01)
+    assert df[df.metric.str.startswith("speedup")].iloc[0]["lossless"] == "1"
+    assert set(df.definition) <= set(DEFINITIONS.values())
+    one = viz.metrics_frame({"DropMatch": dm, "lossless": None})
+    assert list(one.columns) == ["metric", "DropMatch", "lossless", "definition"]
+    assert set(one["lossless"]) == {"—"}
+
+
+def test_round_figure_reveals_stages(dm):
+    K = dm.config["K"]
+    first = viz.round_figure(dm, 0, 0)
+    (heat,) = heatmaps(first)
+    rules = len(drafts_with(dm)[0].verdicts)
+    assert len(heat.y) == 1 + K + 1 + rules + 2
+    assert all(v is None for row in heat.z[1:] for v in row)
+    last = heatmaps(viz.round_figure(dm, 1, len(STAGES) - 1))[0]
+    emitted_row = last.z[-1]
+    assert sum(v is not None for v in emitted_row) == sum(r.emitted for r in dm.round_records(1))
+
+
+def test_round_story_and_move(dm):
+    story = viz.round_story(dm, 0, 4)
+    assert "Round 1 of 8" in story and "rejection" in story and "correction" in story
+    assert viz.move(dm, 0, 0, -1) == (0, 0)
+    assert viz.move(dm, 0, 4, 1) == (1, 0)
+    assert viz.move(dm, len(dm.rounds) - 1, 4, 1) == (len(dm.rounds) - 1, 4)
+
+
+def test_status_and_trace_bundles(dm, ll):
+    line = status_line({"DropMatch": dm, "lossless": ll}, "Done", 1.5)
+    assert "τ = 5.00" in line and "identical" in line
+    bundle = traces_from_data(json.loads(json.dumps({"DropMatch": dm.to_dict(), "lossless": ll.to_dict()})))
+    assert set(bundle) == {"DropMatch", "lossless"} and bundle["DropMatch"].token_ids == dm.token_ids
+    assert set(traces_from_data(ll.to_dict())) == {"lossless"}
+    for bad in ([1, 2], {"a": 1}, {"records": [{"round": 0}], "config": {}, "target_id": "x", "prompt": "", "rounds": []}):
+        with pytest.raises(ValueError, match="not a DropMatch trace"):
+            traces_from_data(bad)
+
+
+def test_viz_imports_no_ui_and_no_model():
+    code_ = "import sys, viz; assert 'gradio' not in sys.modules; assert 'transformers' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code_], check=True, cwd=Path(__file__).resolve().parents[1])

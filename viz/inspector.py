@@ -1,0 +1,101 @@
+"""Token inspector figures: the top-N probability heatmap over heads and the JS test of one draft position."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from dropmatch.trace import TokenRecord
+from viz.theme import (
+    ACCEPT_COLOR,
+    METHOD_COLORS,
+    PROB_SCALE,
+    REASON_COLORS,
+    REJECT_COLOR,
+    message_figure,
+    show_token,
+    style,
+)
+
+def no_paths_message(rec: TokenRecord) -> str:
+    """Why a record carries no path evidence."""
+    if rec.kind == "bonus":
+        return "No dropout paths: a bonus token follows the last draft, nothing was verified here."
+    if rec.kind == "target":
+        return "No dropout paths: target-only decoding."
+    return "No dropout paths at this position (a lossless run, or a lazy run where exact match decided)."
+
+
+def head_rows(top: dict) -> tuple[list[str], list[list[float]]]:
+    """Row names and probabilities, top to bottom: path 1..K, centroid, unmasked target, draft."""
+    K = len(top["paths"])
+    names = [f"path {i + 1}" for i in range(K)] + ["centroid", "target (unmasked)", "draft q"]
+    return names, [*top["paths"], top["centroid"], top["target"], top["draft"]]
+
+
+def _mark_column(fig: go.Figure, col: int, rows: int, label: str, color: str) -> None:
+    fig.add_shape(
+        type="rect", x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=rows - 0.5,
+        line={"color": color, "width": 3}, fillcolor="rgba(0,0,0,0)",
+    )
+    fig.add_annotation(x=col, y=-0.5, yshift=6, text=f"<b>{label}</b>", showarrow=False,
+                       yanchor="bottom", font={"color": color, "size": 12})
+
+
+def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None) -> go.Figure:
+    """Probability of the top-N tokens under each of the K paths, the centroid, the target and the draft.
+
+    rec: the draft record holding the evidence; emitted: the correction that replaced it, if any
+    (its column is marked too). layout.meta holds the marked column indices.
+    """
+    if not rec.top:
+        return message_figure(no_paths_message(rec), "Top-N probabilities per head")
+    names, rows = head_rows(rec.top)
+    ids, n = rec.top["ids"], len(rec.top["ids"])
+    labels = [show_token(t, 10) for t in rec.top["texts"]]
+    text = [[f"{v:.2f}" if v >= 0.01 else "" for v in row] for row in rows]
+    hover = [[f"{name}<br>{labels[c]!s} (id {ids[c]})<br>p = {row[c]:.4f}" for c in range(n)] for name, row in zip(names, rows)]
+    fig = go.Figure(go.Heatmap(
+        z=rows, x=list(range(n)), y=names, text=text, texttemplate="%{text}", customdata=hover,
+        hovertemplate="%{customdata}<extra></extra>", colorscale=PROB_SCALE, zmin=0, zmax=1,
+        xgap=1, ygap=1, colorbar={"title": {"text": "prob."}, "thickness": 12}, textfont={"size": 10},
+    ))
+    meta = {"draft_column": ids.index(rec.token_id) if rec.token_id in ids else None, "emitted_column": None}
+    if meta["draft_column"] is not None:
+        _mark_column(fig, meta["draft_column"], len(names), "draft", METHOD_COLORS["DropMatch"])
+    if emitted is not None and emitted.token_id in ids:
+        meta["emitted_column"] = ids.index(emitted.token_id)
+        _mark_column(fig, meta["emitted_column"], len(names), emitted.kind, "#c2410c")
+    fig.update_xaxes(tickvals=list(range(n)), ticktext=labels, tickangle=-40, side="bottom")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(meta=meta)
+    title = f"Top-{n} tokens: probability under each head (draft {show_token(rec.text)!r})"
+    return style(fig, title, 140 + 26 * len(names))
+
+
+def js_figure(rec: TokenRecord) -> go.Figure:
+    """JS(p_i || centroid) per path as bars, the threshold max_i as a line, JS(q || centroid) as a marker."""
+    if rec.js_paths is None or rec.js_draft is None:
+        return message_figure(no_paths_message(rec), "JS test (nats)")
+    K = len(rec.js_paths)
+    threshold = rec.threshold if rec.threshold is not None else max(rec.js_paths)
+    inside = rec.js_draft <= threshold
+    names = [f"path {i + 1}" for i in range(K)]
+    fig = go.Figure(go.Bar(
+        x=names, y=rec.js_paths, name="JS(p_i ‖ centroid)", marker_color=REASON_COLORS["js"],
+        hovertemplate="%{x}: %{y:.4f} nats<extra></extra>",
+    ))
+    color = ACCEPT_COLOR if inside else REJECT_COLOR
+    fig.add_trace(go.Scatter(
+        x=["draft q"], y=[rec.js_draft], mode="markers+text", name="JS(q ‖ centroid)",
+        marker={"symbol": "diamond", "size": 18, "color": color, "line": {"width": 1, "color": "#111827"}},
+        text=["accept" if inside else "reject"], textposition="middle left",
+        textfont={"color": color}, hovertemplate="JS(q ‖ centroid) = %{y:.4f} nats<extra></extra>",
+    ))
+    fig.add_hline(y=threshold, line={"dash": "dash", "color": "#374151", "width": 2},
+                  annotation_text=f"threshold max_i = {threshold:.3f}", annotation_position="top left")
+    top = max([*rec.js_paths, rec.js_draft, threshold]) * 1.3 or 0.01
+    fig.update_yaxes(title_text="JS divergence (nats, ln)", range=[0, top])
+    fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.18, "x": 0})
+    verdict = "≤" if inside else ">"
+    title = f"JS test: JS(q‖c) = {rec.js_draft:.3f} {verdict} {threshold:.3f} → {'accept' if inside else 'reject'}"
+    return style(fig, title, 330)

@@ -1,0 +1,54 @@
+"""Runs side by side as text: the status line, the shared first divergence, and a bundle of named traces from JSON."""
+
+from __future__ import annotations
+
+from dropmatch.metrics import compute
+from dropmatch.trace import Trace
+from viz.tokens import first_divergence
+
+RUNS = ("DropMatch", "lossless")
+
+
+def divergence(traces: dict[str, Trace]) -> int | None:
+    """First output position where DropMatch departs from lossless, when both runs are there."""
+    dm, ll = traces.get("DropMatch"), traces.get("lossless")
+    return first_divergence(dm, ll) if dm is not None and ll is not None else None
+
+
+def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = None) -> str:
+    """One Markdown line: tokens, rounds and tau per run, and where the outputs part."""
+    head = f"**{state}**" + (f" ({elapsed:.1f} s)" if elapsed is not None else "")
+    parts = [head]
+    for name in RUNS:
+        if (trace := traces.get(name)) is not None:
+            m = compute(trace)
+            parts.append(f"**{name}** {m['n_tokens']} tokens in {m['target_forwards']} rounds, τ = {m['tau']:.2f}")
+    if len(traces) == 2:
+        cut = divergence(traces)
+        parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut} (marked ⟂)")
+    return " · ".join(parts)
+
+
+def run_name(trace: Trace) -> str:
+    """Which side of the app a trace belongs to."""
+    return "DropMatch" if trace.config.get("method") == "dropmatch" else "lossless"
+
+
+def traces_from_data(data) -> dict[str, Trace]:
+    """One trace object, or an object whose values are traces (what the /trace endpoint returns).
+
+    Raises ValueError with a clear message when nothing in it is a trace.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("not a DropMatch trace: expected a JSON object")
+    items = [data] if "records" in data else [v for v in data.values() if isinstance(v, dict) and "records" in v]
+    if not items:
+        raise ValueError("not a DropMatch trace: no token records found")
+    traces = {}
+    for item in items:
+        try:
+            trace = Trace.from_dict(item)
+        except TypeError as err:
+            raise ValueError(f"not a DropMatch trace: {err}") from None
+        traces[run_name(trace)] = trace
+    return traces

@@ -1,0 +1,60 @@
+"""The metrics table shown in the app: dropmatch.metrics values of each run, formatted, with every definition."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dropmatch.metrics import DEFINITIONS, summary_table
+from dropmatch.trace import Trace
+
+ROWS = {
+    "tau": "τ, mean acceptance length",
+    "tau_minus_1": "τ − 1, accepted drafts per round",
+    "acceptance_rate": "draft acceptance rate",
+    "per_position": "per-position rates r_1..r_γ",
+    "histogram": "histogram h[0..γ]",
+    "relaxed_share": "relaxed-acceptance share",
+    "n_tokens": "generated tokens N",
+    "target_forwards": "target forwards T",
+    "draft_forwards": "draft forwards",
+    "head_products": "LM-head products",
+    "wall_s": "wall time (s)",
+    "tokens_per_s": "tokens/s",
+    "overhead_share": "paths + criteria time share",
+    "speedup": "speedup (tokens/s ÷ baseline)",
+    "first_divergence": "first divergence (token index)",
+    "equal_share": "equal-token share",
+}
+DIGITS = {"tau": 2, "tau_minus_1": 2, "wall_s": 2, "tokens_per_s": 2, "speedup": 2}
+
+
+def fmt(value, digits: int = 3) -> str:
+    """A metric value as table text: lists joined, floats rounded, missing values as a dash."""
+    if isinstance(value, (list, tuple)):
+        return " · ".join(fmt(v, 2) for v in value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.{digits}f}"
+    if isinstance(value, float):
+        return str(int(value))
+    return str(value)
+
+
+def metrics_frame(traces: dict[str, Trace | None], baseline: str | None = "lossless") -> pd.DataFrame:
+    """Rows = metrics (ROWS order), one column per run (a dash where a run is missing), and each definition."""
+    present = {name: t for name, t in traces.items() if t is not None}
+    table = summary_table(present, baseline=baseline if baseline in present else None) if present else pd.DataFrame()
+    rows = []
+    for key, label in ROWS.items():
+        row = {"metric": label}
+        for name in traces:
+            value = table.at[key, name] if name in table.columns and key in table.index else None
+            if name == baseline and key == "speedup" and name in present:
+                value = 1.0
+            row[name] = fmt(value, DIGITS.get(key, 3))
+        row["definition"] = DEFINITIONS[key]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["metric", *traces, "definition"])

@@ -1,0 +1,150 @@
+"""The one visual theme: a colour and a label per token reason, method colours, layout defaults, shared figure helpers."""
+
+from __future__ import annotations
+
+import html
+import re
+import textwrap
+
+import plotly.graph_objects as go
+
+# One colour per record.reason, reused by every figure and by the coloured output text.
+REASON_COLORS = {
+    "exact": "#86efac",
+    "naive": "#fcd34d",
+    "js": "#c4b5fd",
+    "majority": "#f9a8d4",
+    "correction": "#fdba74",
+    "bonus": "#93c5fd",
+    "rejected": "#f87171",
+    "skipped": "#e5e7eb",
+    "target": "#d1d5db",
+}
+REASON_LABELS = {
+    "exact": "exact match",
+    "naive": "semantic: naive",
+    "js": "semantic: JS",
+    "majority": "semantic: majority",
+    "correction": "correction",
+    "bonus": "bonus",
+    "rejected": "rejected draft",
+    "skipped": "skipped draft",
+    "target": "target token",
+}
+REASON_HELP = {
+    "exact": "the draft token is what the lossless test accepts (target top-1 at T = 0)",
+    "naive": "lossless rejects it, but it is the top-1 of at least one dropout path",
+    "js": "lossless rejects it, but JS(q || centroid) <= max_i JS(p_i || centroid)",
+    "majority": "lossless rejects it, but it is the plurality top-1 of the K paths",
+    "correction": "emitted by the unmasked target head at the first rejected position",
+    "bonus": "emitted by the unmasked target head after all drafts were accepted",
+    "rejected": "the first draft token no rule accepts; the correction replaces it",
+    "skipped": "drafted after a rejection, never used",
+    "target": "emitted by target-only decoding",
+}
+SEMANTIC = ("naive", "js", "majority")
+OUTPUT_REASONS = ("exact", "naive", "js", "majority", "correction", "bonus", "target")
+
+DIVERGENCE_LABEL = "first divergence"
+DIVERGENCE_COLOR = "#111827"
+DIVERGENCE_MARK = "⟂"
+
+METHOD_COLORS = {"DropMatch": "#7c3aed", "lossless": "#64748b"}
+ACCEPT_COLOR = "#16a34a"
+REJECT_COLOR = "#dc2626"
+NEUTRAL_COLOR = "#f1f5f9"
+PROB_SCALE = "Blues"
+FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
+
+
+def text_color_map() -> dict[str, str]:
+    """Label -> colour for the coloured output text, built from the reason colours."""
+    colors = {REASON_LABELS[r]: REASON_COLORS[r] for r in OUTPUT_REASONS}
+    colors[DIVERGENCE_LABEL] = DIVERGENCE_COLOR
+    return colors
+
+
+def show_token(text: str, limit: int = 14) -> str:
+    """A token as a readable label: visible newlines and tabs, an empty token as ∅, long ones cut."""
+    shown = text.replace("\n", "↵").replace("\t", "⇥").replace("\r", "")
+    if not shown.strip():
+        shown = "␣" * len(shown) if shown else "∅"
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def code(text: str, limit: int = 40) -> str:
+    """A token as a Markdown code span that survives backticks inside it."""
+    shown = show_token(text, limit)
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", shown)), default=0) + 1)
+    return f"{fence} {shown} {fence}"
+
+
+def legend_html(reasons=tuple(REASON_COLORS)) -> str:
+    """A compact HTML legend: a swatch, the label and one line of meaning per reason."""
+    items = []
+    for r in reasons:
+        items.append(
+            f'<span class="dm-legend-item" title="{html.escape(REASON_HELP[r])}">'
+            f'<span class="dm-swatch" style="background:{REASON_COLORS[r]}"></span>'
+            f"<b>{html.escape(REASON_LABELS[r])}</b> <span class=\"dm-legend-help\">{html.escape(REASON_HELP[r])}</span></span>"
+        )
+    items.append(
+        f'<span class="dm-legend-item"><span class="dm-swatch dm-mark">{DIVERGENCE_MARK}</span>'
+        f"<b>{DIVERGENCE_LABEL}</b> <span class=\"dm-legend-help\">where the DropMatch output first departs from lossless</span></span>"
+    )
+    return '<div class="dm-legend">' + "".join(items) + "</div>"
+
+
+def style(fig: go.Figure, title: str, height: int) -> go.Figure:
+    """Apply the shared layout: white template, compact margins, readable fonts."""
+    fig.update_layout(
+        template="plotly_white",
+        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 56, "b": 40},
+        font={"family": FONT, "size": 12, "color": "#1f2937"},
+        hoverlabel={"font": {"family": FONT}},
+    )
+    return fig
+
+
+def message_figure(message: str, title: str = "", height: int = 260) -> go.Figure:
+    """An empty figure that says why there is nothing to draw."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text="<br>".join(textwrap.wrap(message, 48)), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+        font={"size": 14, "color": "#6b7280"},
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return style(fig, title, height)
+
+
+def category_heatmap(cells, text, hover, x, y, categories: dict[str, str]) -> go.Heatmap:
+    """A heatmap whose cells are categories (None = empty) on one discrete colour scale.
+
+    cells: rows of category names; categories: name -> colour, in a fixed order shared by every figure
+    that uses it, so a category always gets the same colour.
+    """
+    names = list(categories)
+    n = len(names)
+    z = [[None if c is None else names.index(c) for c in row] for row in cells]
+    scale = []
+    for i, name in enumerate(names):
+        scale += [[i / n, categories[name]], [(i + 1) / n, categories[name]]]
+    return go.Heatmap(
+        z=z, x=x, y=y, text=text, customdata=hover, texttemplate="%{text}",
+        hovertemplate="%{customdata}<extra></extra>", colorscale=scale, zmin=-0.5, zmax=n - 0.5,
+        showscale=False, xgap=2, ygap=2, textfont={"size": 11},
+    )
+
+
+def legend_traces(categories: dict[str, str], labels: dict[str, str]) -> list[go.Scatter]:
+    """Invisible points that give a categorical heatmap a legend."""
+    return [
+        go.Scatter(
+            x=[None], y=[None], mode="markers", name=labels.get(name, name), showlegend=True,
+            marker={"symbol": "square", "size": 12, "color": color, "line": {"width": 1, "color": "#9ca3af"}},
+        )
+        for name, color in categories.items()
+    ]

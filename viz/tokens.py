@@ -1,0 +1,81 @@
+"""The coloured output text of a trace: one span per emitted token, the map back to records, and token captions."""
+
+from __future__ import annotations
+
+from dropmatch.metrics import compare
+from dropmatch.trace import TokenRecord, Trace
+from viz.theme import DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_LABELS, SEMANTIC, code
+
+
+def emitted_indices(trace: Trace) -> list[int]:
+    """Indices into trace.records of the emitted tokens, in output order."""
+    return [i for i, r in enumerate(trace.records) if r.emitted]
+
+
+def spans(trace: Trace, divergence: int | None = None) -> tuple[list[tuple[str, str]], list[int]]:
+    """(text, label) spans for a HighlightedText, and for each span the index of its record.
+
+    A marker span is put before the token at output position `divergence`; it points at that token.
+    """
+    out, index = [], []
+    for n, i in enumerate(emitted_indices(trace)):
+        rec = trace.records[i]
+        if n == divergence:
+            out.append((DIVERGENCE_MARK, DIVERGENCE_LABEL))
+            index.append(i)
+        out.append((rec.text, REASON_LABELS.get(rec.reason, rec.reason)))
+        index.append(i)
+    return out, index
+
+
+def first_divergence(trace: Trace, baseline: Trace) -> int | None:
+    """First output position where `trace` departs from `baseline` (dropmatch.metrics.compare).
+
+    While either run is still going, a longer output is not a divergence yet: only a differing token counts.
+    """
+    first = compare(trace, baseline)["first_divergence"]
+    if first is None:
+        return None
+    running = trace.finish is None or baseline.finish is None
+    if running and first >= min(len(trace.token_ids), len(baseline.token_ids)):
+        return None
+    return first
+
+
+def replaced_draft(trace: Trace, rec: TokenRecord) -> TokenRecord | None:
+    """For a correction token, the rejected draft it replaced (same round, same position)."""
+    if rec.kind != "correction":
+        return None
+    return next((r for r in trace.records if r.round == rec.round and r.kind == "draft" and r.pos == rec.pos), None)
+
+
+def evidence_record(trace: Trace, rec: TokenRecord) -> TokenRecord:
+    """The record whose path evidence explains `rec`: itself, or for a correction the draft it replaced."""
+    return replaced_draft(trace, rec) or rec
+
+
+def caption(trace: Trace, rec: TokenRecord) -> str:
+    """A few lines of Markdown that say what happened to this token and why."""
+    head = f"{code(rec.text)} · round {rec.round + 1}, position {rec.pos} · {REASON_LABELS.get(rec.reason, rec.reason)}"
+    lines = [head]
+    if rec.kind == "draft":
+        verdict = "accepted" if rec.accepted else "rejected"
+        lossless = "accepts" if rec.lossless else "rejects"
+        lines.append(f"Draft token {verdict}; the lossless test {lossless} it.")
+        if rec.reason in SEMANTIC:
+            lines.append(f"A **semantic acceptance**: the `{rec.reason}` criterion accepted what lossless would have rejected.")
+    elif rec.kind == "correction":
+        old = replaced_draft(trace, rec)
+        if old is not None:
+            lines.append(f"Replaces the rejected draft {code(old.text)} (q = {old.q:.3f}, p = {old.p:.3f}, target rank {old.target_rank}).")
+        lines.append("Emitted by the unmasked target head at the first rejected position.")
+    elif rec.kind == "bonus":
+        lines.append("Every draft of the round was accepted, so the unmasked target head adds one token for free.")
+    stats = [f"p(target) = {rec.p:.3f}"] if rec.p is not None else []
+    if rec.q is not None:
+        stats.insert(0, f"q(draft) = {rec.q:.3f}")
+    if rec.target_rank is not None:
+        stats.append(f"target rank {rec.target_rank}")
+    if stats:
+        lines.append(" · ".join(stats))
+    return "  \n".join(lines)
