@@ -1,0 +1,42 @@
+"""The CLI contract: bad input exits 2 with one clear line; `generate --json` writes the documented keys."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dropmatch.cli import main
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["generate", "--prompt", "hi", "--gamma", "0"], "gamma must be an integer in [1, 16]"),
+        (["generate", "--prompt", "hi", "--p-drop", "1.0"], "p_drop must lie in [0, 1)"),
+        (["generate", "--prompt", "hi", "--criterion", "psychic"], "invalid choice: 'psychic'"),
+        (["generate", "--prompt", "hi", "--k", "many"], "invalid int value: 'many'"),
+        (["generate"], "the following arguments are required: --prompt"),
+        (["generate", "--prompt", "hi", "--dtype", "int3"], "invalid choice: 'int3'"),
+        (["bench", "--prompts", "/nonexistent.jsonl"], "No such file"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, message):
+    proc = subprocess.run([sys.executable, "-m", "dropmatch", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_generate_json_contract(real_pair_f32, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    code = main(["generate", "--prompt", "def add(a, b):", "--max-new-tokens", "12", "--dtype", "float32",
+                 "--device", "cpu", "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert {"config", "text", "token_ids", "records", "metrics"} <= set(data)
+    assert len(data["token_ids"]) == data["metrics"]["n_tokens"] <= 12
+    assert {"tau", "acceptance_rate", "tokens_per_s", "target_forwards", "draft_forwards", "n_tokens", "histogram"} <= set(data["metrics"])
+    assert data["config"]["method"] == "dropmatch" and data["config"]["K"] == 5
+    assert data["text"] in capsys.readouterr().out
