@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -31,9 +32,9 @@ METRICS = ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwar
            "head_products", "wall_s", "tokens_per_s", "overhead_share")  # fmt: skip
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion")
 RUN_COLUMNS = ("max_new_tokens", "seed", "dtype", "target_id", "draft_id")
-COLUMNS = ("key", "suite", "prompt_id", "category", *SETTING_COLUMNS, *RUN_COLUMNS, *METRICS, "finish",
-           "score", "score_result", "output_ids", "text")  # fmt: skip
-DERIVED = ("tau_lossless", "tau_gain", "speedup", "first_divergence", "equal_share")
+COLUMNS = ("key", "suite", "prompt_id", "category", *SETTING_COLUMNS, *RUN_COLUMNS, *METRICS, "cpu_s",
+           "tokens_per_cpu_s", "finish", "score", "score_result", "output_ids", "text")  # fmt: skip
+DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share")
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
 
 
@@ -188,16 +189,20 @@ def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0)
 
     def done(trace, item: SuiteItem) -> bool:
         """A HumanEval function is complete once a stop sequence (a new top-level statement) appears."""
+        if item.problem is None:
+            return False
         text = pair.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
-        return item.problem is not None and truncate_completion(text) != text
+        return truncate_completion(text) != text
 
     def run(item: SuiteItem, setting: Setting) -> dict:
-        trace = None
+        trace, cpu = None, time.process_time()
         for trace in stream(pair, item.prompt, setting.config(max_new_tokens, seed), chat=item.chat):
             if trace.finish is None and done(trace, item):
                 break
+        cpu = time.process_time() - cpu  # CPU seconds of this process: robust to other jobs on a shared CPU
         m, text = compute(trace), pair.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
-        row = {k: m[k] for k in METRICS} | {"finish": trace.finish or "stop", "score": None, "score_result": None}
+        row = {k: m[k] for k in METRICS} | {"cpu_s": cpu, "tokens_per_cpu_s": m["n_tokens"] / cpu if cpu > 0 else None}
+        row |= {"finish": trace.finish or "stop", "score": None, "score_result": None}
         if item.problem is not None:
             result = score_completion(item.problem, truncate_completion(text), timeout)
             row |= {"score": float(result["passed"]), "score_result": result["result"]}
@@ -220,10 +225,11 @@ def divergence(ids: str, baseline: str) -> tuple[float, float]:
 def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
     """Join each row with the lossless row of the same suite, prompt and gamma: tau gain, speedup, lossiness."""
     on = ["suite", "prompt_id", "gamma"]
-    base = cells.loc[cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "output_ids"]]
+    base = cells.loc[cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids"]]
     df = cells.merge(base, on=on, how="left", suffixes=("", "_lossless"))
     df["tau_gain"] = df["tau"] / df["tau_lossless"] - 1
     df["speedup"] = df["tokens_per_s"] / df["tokens_per_s_lossless"]
+    df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"]
     pairs = [divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]
     df["first_divergence"], df["equal_share"] = [p[0] for p in pairs], [p[1] for p in pairs]
     return df[[*COLUMNS, *DERIVED]]
