@@ -111,13 +111,15 @@ class Decoder:
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         """1. The draft proposes k tokens autoregressively and keeps its full log-distributions q."""
         tokens, q_logp = [], []
+        if k == 0:
+            return tokens, torch.empty(0)
         feed = self.ids[self.draft.length :]
         for _ in range(k):
             logits = self.draft.logits(self.draft.hidden(feed)[-1:])[0]
             q_logp.append(torch.log_softmax(logits / self._t, -1))
             tokens.append(self._pick(logits))
             feed = [tokens[-1]]
-        return tokens, torch.stack(q_logp) if q_logp else torch.empty(0)
+        return tokens, torch.stack(q_logp).cpu()  # [k, V]
 
     def _paths(self, round_: int, positions: list[int], h: torch.Tensor, d: torch.Tensor, q_logp: torch.Tensor) -> PathStats:
         """K dropout paths at the given positions: one batched LM-head product.  logits: [P, K, V]"""
@@ -129,7 +131,7 @@ class Decoder:
         return PathStats(
             logits=pad_vocab(logits, self.target.vocab).cpu(),
             draft=d[positions],
-            q_logprobs=q_logp[positions].cpu(),
+            q_logprobs=q_logp[positions],
             temperature=cfg.temperature,
             generators=tuple(gens),
         )
@@ -147,15 +149,11 @@ class Decoder:
         if cfg.method != "dropmatch" or k == 0:
             return accepts, found, t_paths, t_crit
         criterion = CRITERIA[cfg.criterion]
-        if cfg.evidence:
-            batches = [list(range(k))]
-        else:
-            batches = [[j] for j in range(k)]
-        for positions in batches:
-            if not cfg.evidence:
-                j = positions[0]
-                if cfg.mode == "or" and accepts[j]:
-                    continue
+        if cfg.evidence:  # every position in one batched product
+            groups = [list(range(k))]
+        else:  # one position at a time, in order, skipping what exact match already accepts (OR mode)
+            groups = [[j] for j in range(k) if not (cfg.mode == "or" and accepts[j])]
+        for positions in groups:
             t0 = _sync(self.target.device)
             stats = self._paths(round_, positions, h, d, q_logp)
             t1 = _sync(self.target.device)
@@ -167,7 +165,7 @@ class Decoder:
                 found[j] = (stats, row, comps)
                 accepts[j] = (accepts[j] or hits[row]) if cfg.mode == "or" else hits[row]
             if not cfg.evidence and not accepts[positions[0]]:
-                break
+                break  # the accepted prefix ends here: later positions cannot matter
         return accepts, found, t_paths, t_crit
 
     def _round(self) -> None:
@@ -175,7 +173,7 @@ class Decoder:
         start = _sync(self.target.device)
         remaining = cfg.max_new_tokens - len(self.trace.token_ids)
         k = 0 if self.draft is None else min(cfg.gamma, remaining - 1)
-        drafts, q_logp = self._draft(k) if k else ([], torch.empty(0))
+        drafts, q_logp = self._draft(k)
         t_draft = _sync(self.target.device) - start
 
         # 2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
@@ -187,7 +185,7 @@ class Decoder:
         # 3. The lossless test at every draft position.
         d = torch.tensor(drafts, dtype=torch.long)
         p = torch.softmax(z / self._t, -1)  # [k+1, V]
-        q = q_logp.exp().cpu() if k else torch.empty(0)
+        q = q_logp.exp()  # [k, V]
         if k == 0:
             lossless = torch.zeros(0, dtype=torch.bool)
         elif cfg.temperature <= 0:
@@ -196,7 +194,7 @@ class Decoder:
             lossless = lossless_sampling(d, p[:k], q, self.generator)
 
         # 4. DropMatch: K dropout paths where needed, the criterion, OR / replace.
-        accepts, found, t_paths, t_crit = self._decide(t_idx, d, h, q_logp.cpu() if k else q_logp, lossless)
+        accepts, found, t_paths, t_crit = self._decide(t_idx, d, h, q_logp, lossless)
         a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0
 
         # 5. Correction (first rejected position) or bonus (all accepted) from the unmasked head.
