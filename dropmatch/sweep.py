@@ -308,6 +308,19 @@ def add_parsers(subparsers) -> None:
     r.set_defaults(func=cmd_report)
 
 
+def _environment(args) -> dict:
+    """Where the timings come from: library versions, device, threads, niceness, CPU count."""
+    import os
+    import platform
+
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
+            "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"), "threads": args.threads,
+            "cpu_count": os.cpu_count(), "nice": os.nice(0)}  # fmt: skip
+
+
 def cmd_sweep(args) -> int:
     """Validate everything, load the pair only if cells are pending, run them, write table and figures."""
     import torch
@@ -322,7 +335,8 @@ def cmd_sweep(args) -> int:
         s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
     run = {"max_new_tokens": args.max_new_tokens, "seed": args.seed, "dtype": args.dtype,
            "target_id": args.target, "draft_id": args.draft}  # fmt: skip
-    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods}
+    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods,
+              "environment": _environment(args)}  # fmt: skip
     check_manifest(args.out, suite, run, design)
     todo = pending(args.out, suite, items, settings)
     print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")

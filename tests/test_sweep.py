@@ -215,3 +215,26 @@ def test_cli_parsers_reject_bad_grids_with_exit_code_2(capsys):
             parser.parse_args(["sweep", "--suite", "s", "--out", "x", *bad])
         assert exit_info.value.code == 2
     assert "outside" in capsys.readouterr().err
+
+
+def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, monkeypatch, capsys):
+    import shutil
+    from pathlib import Path
+
+    import dropmatch.models
+
+    out = tmp_path / "sweep"
+    shutil.copytree(Path(__file__).parent / "data" / "sweep_small", out)
+    monkeypatch.setattr(dropmatch.models, "load_pair", lambda *a, **k: pytest.fail("no cell is pending"))
+    parser = argparse.ArgumentParser(prog="dropmatch")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    grid = ["--p-drop", "0,0.3", "--k", "1,5", "--gamma", "3,5", "--limit", "3", "--max-new-tokens", "16"]
+    args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid, "--out", str(out)])
+    assert args.func(args) == 0
+    assert "0 cells to run" in capsys.readouterr().out
+    assert (out / "table.csv").exists() and len(list((out / "figures").glob("mini_spec_bench_*.html"))) == 5
+    args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid[:-2], "--out", str(out)])
+    with pytest.raises(ValueError, match="other settings"):  # max_new_tokens 64 into a 16-token sweep
+        args.func(args)
+    args = parser.parse_args(["report", "--from", str(out)])
+    assert args.func(args) == 0 and (out / "report.html").stat().st_size > 1_000_000

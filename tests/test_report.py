@@ -1,0 +1,86 @@
+"""Sweep figures and the HTML report, built from a small sweep recorded with the real embedded pair."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+from dropmatch.report import PAPER, paper_comparison, render, write_report
+from dropmatch.sweep import load_sweep
+from viz.sweep import FIGURES, centre, label
+
+RECORDED = Path(__file__).parent / "data" / "sweep_small"
+
+
+@pytest.fixture(scope="module")
+def table():
+    return load_sweep(RECORDED)
+
+
+def test_recorded_sweep_loads_as_the_tidy_table(table):
+    assert set(table["suite"]) == {"mini_spec_bench", "humaneval"}
+    assert table["key"].is_unique and table["tau"].ge(1).all()
+    assert centre(table[table["suite"] == "mini_spec_bench"]) == {
+        "gamma": 5,
+        "K": 5,
+        "p_drop": 0.3,
+        "criterion": "js+majority",
+    }
+    exact = table[(table["method"] == "dropmatch") & (table["p_drop"] == 0)]
+    assert (exact["equal_share"] == 1).all()  # p_drop = 0 in OR mode reproduces lossless
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+@pytest.mark.parametrize("suite", ["mini_spec_bench", "humaneval"])
+def test_every_figure_builds_from_the_recorded_sweep(table, name, suite):
+    fig = FIGURES[name](table[table["suite"] == suite])
+    assert isinstance(fig, go.Figure) and fig.layout.title.text
+    has_data = len(fig.data) > 0
+    no_score = name == "score_vs_tau" and suite != "humaneval"
+    assert has_data != no_score  # an explained empty figure instead of an error
+    if no_score:
+        assert "no task score" in fig.layout.annotations[0].text
+
+
+def test_figure_values_are_medians_of_the_table(table):
+    part = table[table["suite"] == "mini_spec_bench"]
+    fig = FIGURES["tau_vs_p_drop"](part)
+    k5 = next(t for t in fig.data if t.name == "5")
+    expected = (
+        part[(part["method"] == "dropmatch") & (part["K"] == 5) & (part["gamma"] == 5)]
+        .groupby("p_drop")["tau"]
+        .median()
+    )
+    assert list(k5.x) == list(expected.index) and list(k5.y) == pytest.approx(list(expected))
+    scored = FIGURES["score_vs_tau"](table[table["suite"] == "humaneval"])
+    assert set(scored.data[0].text) | set(scored.data[-1].text) >= {"lossless γ5", "DropMatch γ5 K5 p0.3 js+majority"}
+
+
+def test_figures_accept_an_empty_table(table):
+    for figure in FIGURES.values():
+        assert isinstance(figure(table.iloc[:0]), go.Figure)
+    assert label({"method": "lossless", "gamma": 8.0}) == "lossless γ8"
+
+
+def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
+    comp = paper_comparison(table)
+    assert list(comp["claim"]) == [claim for claim, _, _ in PAPER.values()]
+    gain = comp.loc[0, "this sweep"]
+    assert "mini_spec_bench: γ 5:" in gain and "+10%" not in gain  # ours is measured, the paper's is quoted
+    assert comp.loc[0, "paper (SPEC §5)"] == "about +10%"
+    part = table[table["suite"] == "humaneval"]
+    base = part[part["method"] == "lossless"]["score"].mean()
+    assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]
+
+
+def test_report_is_one_self_contained_html_file(table, tmp_path):
+    path = write_report(RECORDED, tmp_path / "report.html")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and text.endswith("</html>")
+    assert text.count("window.PlotlyConfig") == 1  # plotly.js inlined once
+    assert "<script src=" not in text and 'src="https://cdn.plot.ly' not in text
+    assert text.count('class="plotly-graph-div"') == 2 * len(FIGURES)
+    assert "Comparison with the paper" in text and "about +10%" in text
+    assert render(table, {}).count("<h2>Suite:") == 2
