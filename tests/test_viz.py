@@ -14,10 +14,11 @@ import pytest
 import viz
 from dropmatch.metrics import DEFINITIONS, compute
 from dropmatch.trace import Trace
+from viz.inspector import MAX_COLUMNS, shown_columns
 from viz.rounds import MAP_REASONS, reason_grid
 from viz.steps import STAGES
 from viz.summary import status_line, traces_from_data
-from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
+from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
 
 TRACES = Path(__file__).resolve().parents[1] / "assets" / "traces"
 
@@ -57,7 +58,7 @@ def test_spans_follow_emitted_records(dm):
 
 def test_divergence_marker_points_at_the_parting_token(dm):
     spans, index = viz.spans(dm, divergence=7)
-    assert spans[7] == ("⟂", DIVERGENCE_LABEL)
+    assert spans[7] == (DIVERGENCE_MARK, DIVERGENCE_LABEL)
     assert index[7] == index[8]
     assert dm.records[index[8]].text == spans[8][0]
 
@@ -104,12 +105,21 @@ def test_distribution_heatmap_rows_and_draft_column(dm):
         (heat,) = heatmaps(fig)
         assert len(heat.y) == len(heat.z) == K + 3
         assert list(heat.y[-3:]) == ["centroid", "target (unmasked)", "draft q"]
-        assert len(heat.z[0]) == len(rec.top["ids"])
+        ids = fig.layout.meta["ids"]
+        assert len(heat.z[0]) == len(ids) == min(len(rec.top["ids"]), MAX_COLUMNS)
+        assert set(ids) <= set(rec.top["ids"])
         col = fig.layout.meta["draft_column"]
-        assert rec.top["ids"][col] == rec.token_id
+        assert ids[col] == rec.token_id
         assert any(s.x0 == col - 0.5 and s.x1 == col + 0.5 for s in fig.layout.shapes)
         assert heat.z[-1][col] == pytest.approx(rec.q, rel=1e-5)  # the draft row holds q(d)
         assert heat.zmin == 0 and heat.zmax == 1
+
+
+def test_shown_columns_keep_the_marked_tokens():
+    top = {"ids": list(range(30)), "texts": [str(i) for i in range(30)], "draft": [0.0] * 30,
+           "target": [1 / (i + 1) for i in range(30)], "centroid": [0.0] * 30, "paths": [[0.0] * 30]}
+    cols = shown_columns(top, keep=[29], limit=5)
+    assert cols == [0, 1, 2, 3, 29]
 
 
 def test_heatmap_of_a_correction_marks_both_columns(dm):
@@ -117,7 +127,7 @@ def test_heatmap_of_a_correction_marks_both_columns(dm):
     rejected = viz.evidence_record(dm, correction)
     fig = viz.distribution_heatmap(rejected, correction)
     meta = fig.layout.meta
-    assert rejected.top["ids"][meta["emitted_column"]] == correction.token_id
+    assert meta["ids"][meta["emitted_column"]] == correction.token_id
     assert meta["draft_column"] != meta["emitted_column"]
     assert len(fig.layout.shapes) == 2
 
@@ -216,9 +226,17 @@ def test_status_and_trace_bundles(dm, ll):
     bundle = traces_from_data(json.loads(json.dumps({"DropMatch": dm.to_dict(), "lossless": ll.to_dict()})))
     assert set(bundle) == {"DropMatch", "lossless"} and bundle["DropMatch"].token_ids == dm.token_ids
     assert set(traces_from_data(ll.to_dict())) == {"lossless"}
-    for bad in ([1, 2], {"a": 1}, {"records": [{"round": 0}], "config": {}, "target_id": "x", "prompt": "", "rounds": []}):
+    broken = {"records": [{"round": 0}], "config": {}, "target_id": "x", "prompt": "", "rounds": []}
+    for bad in ([1, 2], {"a": 1}, broken):
         with pytest.raises(ValueError, match="not a DropMatch trace"):
             traces_from_data(bad)
+
+
+def test_explanation_and_glossary():
+    text = viz.how_it_works("https://arxiv.org/abs/2603.03333")
+    assert "](https://arxiv.org/abs/2603.03333)" in text and "$$" in text and "js+majority" in text
+    glossary = viz.glossary()
+    assert all(f"`{key}`" in glossary for key in DEFINITIONS)
 
 
 def test_viz_imports_no_ui_and_no_model():

@@ -1,6 +1,7 @@
 """Figures of DropMatch Explorer: pure functions from a trace (or one of its records) to plotly figures and tables."""
 
 from viz.acceptance import acceptance_figure
+from viz.explain import glossary, how_it_works
 from viz.inspector import distribution_heatmap, js_figure
 from viz.rounds import reason_heatmap
 from viz.steps import STAGES, move, round_figure
@@ -18,6 +19,8 @@ __all__ = [
     "distribution_heatmap",
     "evidence_record",
     "first_divergence",
+    "glossary",
+    "how_it_works",
     "js_figure",
     "legend_html",
     "message_figure",

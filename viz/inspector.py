@@ -16,6 +16,9 @@ from viz.theme import (
     style,
 )
 
+MAX_COLUMNS = 16
+
+
 def no_paths_message(rec: TokenRecord) -> str:
     """Why a record carries no path evidence."""
     if rec.kind == "bonus":
@@ -41,35 +44,53 @@ def _mark_column(fig: go.Figure, col: int, rows: int, label: str, color: str) ->
                        yanchor="bottom", font={"color": color, "size": 12})
 
 
+def shown_columns(top: dict, keep: list[int], limit: int = MAX_COLUMNS) -> list[int]:
+    """Indices into top["ids"]: the `limit` tokens most probable under any head, always with `keep`, in top order."""
+    _, rows = head_rows(top)
+    score = [max(row[c] for row in rows) for c in range(len(top["ids"]))]
+    chosen = {top["ids"].index(t) for t in keep if t in top["ids"]}
+    for c in sorted(range(len(score)), key=lambda c: -score[c]):
+        if len(chosen) >= limit:
+            break
+        chosen.add(c)
+    return sorted(chosen)
+
+
 def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None) -> go.Figure:
-    """Probability of the top-N tokens under each of the K paths, the centroid, the target and the draft.
+    """Probability of the top tokens under each of the K paths, the centroid, the target and the draft.
 
     rec: the draft record holding the evidence; emitted: the correction that replaced it, if any
-    (its column is marked too). layout.meta holds the marked column indices.
+    (its column is marked too). Columns are record.top's tokens, at most MAX_COLUMNS of them (the most
+    probable under any head). layout.meta holds the token ids shown and the marked column indices.
     """
     if not rec.top:
         return message_figure(no_paths_message(rec), "Top-N probabilities per head")
-    names, rows = head_rows(rec.top)
-    ids, n = rec.top["ids"], len(rec.top["ids"])
-    labels = [show_token(t, 10) for t in rec.top["texts"]]
+    keep = [rec.token_id] + ([emitted.token_id] if emitted is not None else [])
+    cols = shown_columns(rec.top, keep)
+    names, all_rows = head_rows(rec.top)
+    rows = [[row[c] for c in cols] for row in all_rows]
+    ids = [rec.top["ids"][c] for c in cols]
+    labels = [show_token(rec.top["texts"][c], 10) for c in cols]
     text = [[f"{v:.2f}" if v >= 0.01 else "" for v in row] for row in rows]
-    hover = [[f"{name}<br>{labels[c]!s} (id {ids[c]})<br>p = {row[c]:.4f}" for c in range(n)] for name, row in zip(names, rows)]
+    hover = [[f"{name}<br>{labels[c]} (id {ids[c]})<br>p = {v:.4f}" for c, v in enumerate(row)]
+             for name, row in zip(names, rows)]
     fig = go.Figure(go.Heatmap(
-        z=rows, x=list(range(n)), y=names, text=text, texttemplate="%{text}", customdata=hover,
+        z=rows, x=list(range(len(cols))), y=names, text=text, texttemplate="%{text}", customdata=hover,
         hovertemplate="%{customdata}<extra></extra>", colorscale=PROB_SCALE, zmin=0, zmax=1,
-        xgap=1, ygap=1, colorbar={"title": {"text": "prob."}, "thickness": 12}, textfont={"size": 10},
+        xgap=1, ygap=1, colorbar={"title": {"text": "prob."}, "thickness": 12}, textfont={"size": 11},
     ))
-    meta = {"draft_column": ids.index(rec.token_id) if rec.token_id in ids else None, "emitted_column": None}
+    draft_col = ids.index(rec.token_id) if rec.token_id in ids else None
+    meta = {"ids": ids, "draft_column": draft_col, "emitted_column": None}
     if meta["draft_column"] is not None:
         _mark_column(fig, meta["draft_column"], len(names), "draft", METHOD_COLORS["DropMatch"])
     if emitted is not None and emitted.token_id in ids:
         meta["emitted_column"] = ids.index(emitted.token_id)
         _mark_column(fig, meta["emitted_column"], len(names), emitted.kind, "#c2410c")
-    fig.update_xaxes(tickvals=list(range(n)), ticktext=labels, tickangle=-40, side="bottom")
+    fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=labels, tickangle=-40, side="bottom")
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(meta=meta)
-    title = f"Top-{n} tokens: probability under each head (draft {show_token(rec.text)!r})"
-    return style(fig, title, 140 + 26 * len(names))
+    title = f"Top tokens under each head · draft {show_token(rec.text)!r} · {len(cols)} of {len(rec.top['ids'])} shown"
+    return style(fig, title, 150 + 26 * len(names))
 
 
 def js_figure(rec: TokenRecord) -> go.Figure:
@@ -88,7 +109,7 @@ def js_figure(rec: TokenRecord) -> go.Figure:
     fig.add_trace(go.Scatter(
         x=["draft q"], y=[rec.js_draft], mode="markers+text", name="JS(q ‖ centroid)",
         marker={"symbol": "diamond", "size": 18, "color": color, "line": {"width": 1, "color": "#111827"}},
-        text=["accept" if inside else "reject"], textposition="middle left",
+        text=["accept" if inside else "reject"], textposition="top center",
         textfont={"color": color}, hovertemplate="JS(q ‖ centroid) = %{y:.4f} nats<extra></extra>",
     ))
     fig.add_hline(y=threshold, line={"dash": "dash", "color": "#374151", "width": 2},
@@ -98,4 +119,4 @@ def js_figure(rec: TokenRecord) -> go.Figure:
     fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.18, "x": 0})
     verdict = "≤" if inside else ">"
     title = f"JS test: JS(q‖c) = {rec.js_draft:.3f} {verdict} {threshold:.3f} → {'accept' if inside else 'reject'}"
-    return style(fig, title, 330)
+    return style(fig, title, 340)

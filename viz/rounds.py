@@ -1,4 +1,4 @@
-"""The accept/reject map of a run: rounds x draft positions (plus the emitted correction or bonus), coloured by reason."""
+"""The accept/reject map of a run: rounds x draft positions (+ the emitted correction or bonus), coloured by reason."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from dropmatch.trace import TokenRecord, Trace
 from viz.theme import REASON_COLORS, REASON_LABELS, category_heatmap, legend_traces, message_figure, show_token, style
 
-MAP_REASONS = {r: REASON_COLORS[r] for r in ("exact", "naive", "js", "majority", "rejected", "skipped", "correction", "bonus", "target")}
+MAP_REASONS = dict(REASON_COLORS)  # every reason, in the theme's order: one discrete scale for every run
 TEXT_ROW_LIMIT = 45
 
 

@@ -25,7 +25,7 @@ def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = No
             parts.append(f"**{name}** {m['n_tokens']} tokens in {m['target_forwards']} rounds, τ = {m['tau']:.2f}")
     if len(traces) == 2:
         cut = divergence(traces)
-        parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut} (marked ⟂)")
+        parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut} (marked »)")
     return " · ".join(parts)
 
 

@@ -1,4 +1,4 @@
-"""The one visual theme: a colour and a label per token reason, method colours, layout defaults, shared figure helpers."""
+"""The one visual theme: colour and label per token reason, method colours, layout defaults, shared figure helpers."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ OUTPUT_REASONS = ("exact", "naive", "js", "majority", "correction", "bonus", "ta
 
 DIVERGENCE_LABEL = "first divergence"
 DIVERGENCE_COLOR = "#111827"
-DIVERGENCE_MARK = "⟂"
+DIVERGENCE_MARK = "»"
 
 METHOD_COLORS = {"DropMatch": "#7c3aed", "lossless": "#64748b"}
 ACCEPT_COLOR = "#16a34a"
@@ -86,11 +86,13 @@ def legend_html(reasons=tuple(REASON_COLORS)) -> str:
         items.append(
             f'<span class="dm-legend-item" title="{html.escape(REASON_HELP[r])}">'
             f'<span class="dm-swatch" style="background:{REASON_COLORS[r]}"></span>'
-            f"<b>{html.escape(REASON_LABELS[r])}</b> <span class=\"dm-legend-help\">{html.escape(REASON_HELP[r])}</span></span>"
+            f"<b>{html.escape(REASON_LABELS[r])}</b> "
+            f'<span class="dm-legend-help">{html.escape(REASON_HELP[r])}</span></span>'
         )
     items.append(
         f'<span class="dm-legend-item"><span class="dm-swatch dm-mark">{DIVERGENCE_MARK}</span>'
-        f"<b>{DIVERGENCE_LABEL}</b> <span class=\"dm-legend-help\">where the DropMatch output first departs from lossless</span></span>"
+        f"<b>{DIVERGENCE_LABEL}</b> "
+        '<span class="dm-legend-help">where the DropMatch output first departs from lossless</span></span>'
     )
     return '<div class="dm-legend">' + "".join(items) + "</div>"
 

@@ -63,11 +63,12 @@ def caption(trace: Trace, rec: TokenRecord) -> str:
         lossless = "accepts" if rec.lossless else "rejects"
         lines.append(f"Draft token {verdict}; the lossless test {lossless} it.")
         if rec.reason in SEMANTIC:
-            lines.append(f"A **semantic acceptance**: the `{rec.reason}` criterion accepted what lossless would have rejected.")
+            lines.append(f"A **semantic acceptance**: `{rec.reason}` accepted what lossless would have rejected.")
     elif rec.kind == "correction":
         old = replaced_draft(trace, rec)
         if old is not None:
-            lines.append(f"Replaces the rejected draft {code(old.text)} (q = {old.q:.3f}, p = {old.p:.3f}, target rank {old.target_rank}).")
+            lines.append(f"Replaces the rejected draft {code(old.text)} "
+                         f"(q = {old.q:.3f}, p = {old.p:.3f}, target rank {old.target_rank}).")
         lines.append("Emitted by the unmasked target head at the first rejected position.")
     elif rec.kind == "bonus":
         lines.append("Every draft of the round was accepted, so the unmasked target head adds one token for free.")

@@ -1,4 +1,4 @@
-"""The votes view of one draft position: each path's top-1, the majority, and the draft token's rank and probability per head."""
+"""Votes at one draft position: each path's top-1, the majority, the draft token's rank and probability per head."""
 
 from __future__ import annotations
 

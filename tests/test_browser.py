@@ -1,0 +1,134 @@
+"""A real browser (Debian's chromium, Playwright) runs an example, inspects a token, and checks every plot renders.
+
+Screenshots land in artifacts/ (gitignored): the main view, the inspector, the maps, the metrics and the step view.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+import app
+from viz.theme import DIVERGENCE_MARK, REASON_COLORS
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+PLOT = '[data-testid="plotly"], .js-plotly-plot'
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
+                                reason="needs Debian's chromium at /usr/bin/chromium")
+
+
+def rgb(hex_color: str) -> str:
+    return ", ".join(str(int(hex_color[i : i + 2], 16)) for i in (1, 3, 5))
+
+
+@pytest.fixture(scope="module")
+def page():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    demo = app.build_demo()
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        tab = browser.new_page(viewport={"width": 1440, "height": 1000})
+        tab.goto(url)
+        tab.wait_for_selector("#run-btn", timeout=60_000)
+        try:
+            yield tab
+        finally:
+            browser.close()
+            demo.close()
+
+
+def plot_rendered(page, selector: str, text: str = "") -> None:
+    """Wait until the element holds a rendered plotly plot (and, if given, some text in it)."""
+    page.wait_for_selector(f"{selector} .js-plotly-plot", timeout=30_000)
+    if text:
+        page.wait_for_function(
+            "([sel, t]) => document.querySelector(sel).innerText.includes(t)", arg=[selector, text], timeout=30_000
+        )
+
+
+def test_run_an_example_and_inspect_a_token(page):
+    page.get_by_role("button", name="English story").click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("fisherman"), timeout=15_000)
+    tokens = page.locator("#max-new-tokens input[type=number]")
+    tokens.fill("24")
+    tokens.press("Tab")
+    clicked = time.perf_counter()
+    page.click("#run-btn")
+    page.wait_for_selector("#out-dropmatch .token", timeout=120_000)
+    first_round = time.perf_counter() - clicked
+    page.wait_for_function("document.querySelector('#status').innerText.includes('Done')", timeout=180_000)
+    (ARTIFACTS / "browser_timing.txt").write_text(f"click Run -> first streamed round: {first_round:.2f} s\n")
+    assert page.locator("#out-lossless .token").count() > 0
+    for sel in ("#map-dropmatch", "#map-lossless"):
+        plot_rendered(page, sel, "accept / reject per round")
+
+    if "part at token" in page.locator("#status").inner_text():
+        for side in ("dropmatch", "lossless"):
+            assert page.locator(f"#out-{side} .token", has_text=DIVERGENCE_MARK).count() == 1
+    semantic = page.locator(f'#out-dropmatch .token[style*="{rgb(REASON_COLORS["js"])}"]')
+    exact = page.locator(f'#out-dropmatch .token[style*="{rgb(REASON_COLORS["exact"])}"]')
+    last = exact.last
+    last_text = last.inner_text().strip()
+    last.click()
+    page.wait_for_function("([t]) => document.querySelector('.dm-caption').innerText.includes(t)", arg=[last_text],
+                           timeout=30_000)
+    (semantic if semantic.count() else exact).first.click()
+    plot_rendered(page, "#insp-heatmap", "Top tokens under each head")
+    plot_rendered(page, "#insp-js", "JS test")
+    plot_rendered(page, "#insp-votes", "top-1 votes")
+    assert "round" in page.locator(".dm-caption").first.inner_text()
+    assert page.locator(f"#insp-heatmap {PLOT}").count() >= 1
+    time.sleep(1)
+    page.screenshot(path=str(ARTIFACTS / "main.png"), full_page=True)
+    page.locator("#inspector").first.screenshot(path=str(ARTIFACTS / "inspector.png"))
+
+
+def test_tabs_render_metrics_and_step_through(page):
+    page.get_by_role("tab", name="Metrics").click()
+    page.wait_for_selector("#metrics table", timeout=30_000)
+    assert "mean acceptance length" in page.locator("#metrics").inner_text()
+    plot_rendered(page, "#acceptance", "per-position rate")
+    page.get_by_role("tab", name="Step through").click()
+    plot_rendered(page, "#step-fig", "step 1/5")
+    page.click("#step-next")
+    plot_rendered(page, "#step-fig", "step 2/5")
+    page.click("#step-next")
+    page.click("#step-next")
+    plot_rendered(page, "#step-fig", "step 4/5")
+    time.sleep(1)
+    page.locator("#step-fig").screenshot(path=str(ARTIFACTS / "step.png"))
+    page.get_by_role("tab", name="Accept / reject map").click()
+    plot_rendered(page, "#map-dropmatch", "draft position")
+    page.get_by_role("tab", name="Files").click()
+    page.wait_for_function("document.querySelector('#downloads').innerText.includes('dropmatch_trace')",
+                           timeout=30_000)
+
+
+def test_stop_keeps_the_partial_run(page):
+    page.get_by_role("tab", name="Accept / reject map").click()
+    page.locator("#max-new-tokens input[type=number]").fill("200")
+    page.locator("#max-new-tokens input[type=number]").press("Tab")
+    clicked = time.perf_counter()
+    page.click("#run-btn")
+    page.wait_for_function("document.querySelector('#status').innerText.includes('Running')", timeout=120_000)
+    warm = time.perf_counter() - clicked
+    with (ARTIFACTS / "browser_timing.txt").open("a") as out:
+        out.write(f"click Run -> first streamed round, model already loaded: {warm:.2f} s\n")
+    page.click("#stop-btn")
+    page.wait_for_function("document.querySelector('#status').innerText.includes('Stopped')", timeout=60_000)
+    n_tokens = page.locator("#out-dropmatch .token").count()
+    assert 0 < n_tokens < 200
+    time.sleep(3)
+    assert page.locator("#out-dropmatch .token").count() == n_tokens, "the run went on after Stop"
