@@ -16,7 +16,7 @@ import pandas as pd
 
 from dropmatch.metrics import DEFINITIONS
 from dropmatch.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
-from viz.sweep import FIGURES, centre, held
+from viz.sweep import FIGURES, centre, held, relevant
 
 # (claim, what the paper reports, what the reference implementation measured on the embedded pair)
 PAPER = {
@@ -147,7 +147,7 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .5em}
 th{background:#f3f3f3;text-align:left}h2{border-bottom:2px solid #ddd}.note{color:#555;font-size:.9em}
-pre{white-space:pre-wrap;background:#f8f8f8;padding:.5em}"""
+.scroll{overflow-x:auto}.samples td{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.95em}"""
 NOTE = (
     "The paper ran 8B→70B and 4B→32B pairs with vLLM on 4x A100 at draft length 10; this sweep runs the embedded "
     "0.5B→1.5B pair on the machine named in the settings. Paper values are quoted, not measured here."
@@ -160,7 +160,22 @@ EXTRA_DEFINITIONS = {
 
 
 def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.3g}", border=0, escape=True)
+    table = df.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.3g}", border=0)
+    return f"<div class=scroll>{table}</div>"
+
+
+def _settings(manifest: dict) -> pd.DataFrame:
+    """One row per suite: the run-wide settings, the design and the environment the timings come from."""
+    rows = []
+    for suite, entry in manifest.items():
+        design = entry.get("design") or {}
+        rows.append(
+            {"suite": suite, **entry.get("run", {}), "design": design.get("design"),
+             "centre": " ".join(f"{k}={v}" for k, v in (design.get("centre") or {}).items()),
+             "varied": "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in (design.get("grid") or {}).items() if v),
+             "environment": ", ".join(f"{k} {v}" for k, v in (design.get("environment") or {}).items())}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def _definitions() -> str:
@@ -188,13 +203,18 @@ def _samples(part: pd.DataFrame, n: int = 3) -> str:
     base, dm = _at(part, "lossless", gamma=c["gamma"]), _at(part, "dropmatch", **c)
     both = base.merge(dm, on="prompt_id", suffixes=(" lossless", " DropMatch")).head(n)
     cols = ["prompt_id", "text lossless", "text DropMatch", "first_divergence DropMatch"]
-    return _table(both[cols].rename(columns={"first_divergence DropMatch": "first divergence"}))
+    cols += ["score lossless", "score DropMatch"] if both["score lossless"].notna().any() else []
+    shown = both[cols].rename(columns={"first_divergence DropMatch": "first divergence"})
+    styled = shown.style.hide(axis="index").format(escape="html", na_rep="", precision=0)  # keeps the newlines
+    styled = styled.set_uuid(f"samples-{part['suite'].iloc[0]}")  # stable ids: the same sweep, the same file
+    return f"<div class=scroll>{styled.set_table_attributes('class=samples').to_html()}</div>"
 
 
 def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     parts = [f"<h2>Suite: {html.escape(str(suite))} ({part['prompt_id'].nunique()} prompts)</h2>"]
-    for i, figure in enumerate(FIGURES.values()):
-        parts.append(figure(part).to_html(full_html=False, include_plotlyjs=inline_js and i == 0, default_height=420))
+    for i, name in enumerate(relevant(part)):
+        figure = FIGURES[name](part)
+        parts.append(figure.to_html(full_html=False, include_plotlyjs=inline_js and i == 0, div_id=f"{suite}-{name}"))
     parts.append("<h3>Per setting (medians over prompts)</h3>" + _table(summary(part).drop(columns=["suite"])))
     if centre(part):
         parts.append("<h3>Per category, centre setting (medians)</h3>" + _table(_per_category(part)))
@@ -206,7 +226,7 @@ def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep repor
     """The report as one HTML string; plotly.js is inlined with the first figure only."""
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        "<h2>Settings</h2><pre>" + html.escape(json.dumps(manifest, indent=1)) + "</pre>",
+        "<h2>Settings</h2>" + _table(_settings(manifest)),
         "<h2>Definitions</h2>" + _definitions(),
         f"<h2>Comparison with the paper</h2><p class=note>{NOTE}</p>" + _table(paper_comparison(df)),
     ]
@@ -227,12 +247,12 @@ def write_report(source: str | Path, out: str | Path | None = None) -> Path:
 
 
 def write_outputs(out_dir: str | Path) -> pd.DataFrame:
-    """table.csv, summary.csv and one HTML file per figure and suite (plotly.js from its CDN) in the sweep dir."""
+    """table.csv, summary.csv and an HTML file per relevant figure and suite (plotly.js from its CDN) in the dir."""
     out, df = Path(out_dir), load_sweep(out_dir)
     df.to_csv(out / TABLE, index=False)
     summary(df).to_csv(out / "summary.csv", index=False)
     (out / "figures").mkdir(exist_ok=True)
     for suite, part in df.groupby("suite"):
-        for name, figure in FIGURES.items():
-            figure(part).write_html(out / "figures" / f"{suite}_{name}.html", include_plotlyjs="cdn")
+        for name in relevant(part):
+            FIGURES[name](part).write_html(out / "figures" / f"{suite}_{name}.html", include_plotlyjs="cdn")
     return df

@@ -9,7 +9,7 @@ import pytest
 
 from dropmatch.report import PAPER, paper_comparison, render, write_report
 from dropmatch.sweep import load_sweep
-from viz.sweep import FIGURES, centre, label
+from viz.sweep import FIGURES, centre, label, relevant
 
 RECORDED = Path(__file__).parent / "data" / "sweep_small"
 
@@ -58,6 +58,12 @@ def test_figure_values_are_medians_of_the_table(table):
     assert set(scored.data[0].text) | set(scored.data[-1].text) >= {"lossless γ5", "DropMatch γ5 K5 p0.3 js+majority"}
 
 
+def test_relevant_figures_skip_what_the_sweep_did_not_vary(table):
+    suite = table[table["suite"] == "mini_spec_bench"]
+    assert relevant(suite) == ["tau_vs_p_drop", "tau_vs_k", "speedup_vs_gamma"]  # one category: no bars
+    assert relevant(table[table["suite"] == "humaneval"]) == ["speedup_vs_gamma", "score_vs_tau"]
+
+
 def test_figures_accept_an_empty_table(table):
     for figure in FIGURES.values():
         assert isinstance(figure(table.iloc[:0]), go.Figure)
@@ -81,6 +87,6 @@ def test_report_is_one_self_contained_html_file(table, tmp_path):
     assert text.startswith("<!doctype html>") and text.endswith("</html>")
     assert text.count("window.PlotlyConfig") == 1  # plotly.js inlined once
     assert "<script src=" not in text and 'src="https://cdn.plot.ly' not in text
-    assert text.count('class="plotly-graph-div"') == 2 * len(FIGURES)
+    assert text.count('class="plotly-graph-div"') == 3 + 2  # the relevant figures of each suite
     assert "Comparison with the paper" in text and "about +10%" in text
     assert render(table, {}).count("<h2>Suite:") == 2

@@ -69,25 +69,21 @@ def tau_vs_p_drop(df: pd.DataFrame) -> go.Figure:
 
 
 def tau_vs_k(df: pd.DataFrame) -> go.Figure:
-    """Median tau against the number of dropout paths K at the centre p_drop (the paper has no K ablation)."""
+    """Per-prompt tau against the number of dropout paths K at the centre p_drop (the paper has no K ablation)."""
     title = "Mean acceptance length tau vs K"
     dm = held(df, "K")
     if dm.empty:
         return _empty(title, "no DropMatch rows in this sweep")
-    fig = px.box(
-        dm.assign(K=dm["K"].astype(int)),
-        x="K",
-        y="tau",
-        points="all",
-        color_discrete_sequence=[COLORS["dropmatch"]],
-        hover_data=["prompt_id"],
-    )
-    med = dm.groupby("K", as_index=False)["tau"].median()
-    fig.add_scatter(x=med["K"], y=med["tau"], mode="lines+markers", name="median")
-    base = _lossless_tau(df, centre(df)["gamma"])
+    dm = dm.assign(K=dm["K"].astype(int).astype(str))  # categorical: evenly spaced boxes
+    order = sorted(dm["K"].unique(), key=int)
+    fig = px.box(dm, x="K", y="tau", points="all", category_orders={"K": order},
+                 color_discrete_sequence=[COLORS["dropmatch"]], hover_data=["prompt_id"])  # fmt: skip
+    med = dm.groupby("K")["tau"].median().reindex(order)
+    fig.add_scatter(x=med.index, y=med.values, mode="lines+markers", name="median")
+    c = centre(df)
+    base = _lossless_tau(df, c["gamma"])
     if base is not None:
         fig.add_hline(y=base, annotation_text=f"lossless {base:.2f}", **LOSSLESS_LINE)
-    c = centre(df)
     return style(fig, title, HEIGHT).update_layout(
         xaxis_title="K (dropout paths)", yaxis_title=f"tau, γ {c['gamma']}, p_drop {c['p_drop']:g}"
     )
@@ -103,10 +99,11 @@ def speedup_vs_gamma(df: pd.DataFrame) -> go.Figure:
         return _empty(title, "no DropMatch rows with a lossless baseline")
     clocks = {"speedup": "wall clock", "speedup_cpu": "CPU time"}
     long = dm.melt(id_vars=["prompt_id", "gamma", "tau", "tau_gain"], value_vars=list(clocks), var_name="clock")
-    long = long.dropna(subset=["value"]).assign(
-        clock=lambda d: d["clock"].map(clocks), gamma=lambda d: d["gamma"].astype(int)
-    )
-    fig = px.box(long, x="gamma", y="value", color="clock", points="all", hover_data=["prompt_id", "tau", "tau_gain"])
+    long = long.dropna(subset=["value"])
+    long = long.assign(clock=long["clock"].map(clocks), gamma=long["gamma"].astype(int).astype(str))
+    order = {"gamma": sorted(long["gamma"].unique(), key=int)}
+    fig = px.box(long, x="gamma", y="value", color="clock", points="all", category_orders=order,
+                 hover_data=["prompt_id", "tau", "tau_gain"])  # fmt: skip
     fig.add_hline(y=1.0, annotation_text="lossless", **LOSSLESS_LINE)
     return style(fig, title, HEIGHT).update_layout(
         xaxis_title="γ (draft tokens per round)", yaxis_title="tokens/s ÷ lossless tokens/s", boxmode="group"
@@ -129,6 +126,8 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
         pts, x="tau", y="score", color="method", color_discrete_map=COLORS, text="setting", hover_data=["problems"]
     )
     fig.update_traces(textposition="top center", marker_size=12)
+    pad = max(0.1, 0.2 * (pts["tau"].max() - pts["tau"].min()))  # room for the labels
+    fig.update_xaxes(range=[pts["tau"].min() - pad, pts["tau"].max() + pad])
     return style(fig, title, HEIGHT).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)", yaxis_title="task score (pass@1)", yaxis_range=[0, 1.05]
     )
@@ -146,6 +145,18 @@ def category_bars(df: pd.DataFrame) -> go.Figure:
     return style(fig, title, HEIGHT).update_layout(
         yaxis_title=f"tau (median), γ {c['gamma']}, K {c['K']}, p_drop {c['p_drop']:g}"
     )
+
+
+def relevant(df: pd.DataFrame) -> list[str]:
+    """Names of the figures that have something to show for this table: a varied factor, a score, categories."""
+    shows = {
+        "tau_vs_p_drop": held(df, "p_drop", "K")["p_drop"].nunique() > 1,
+        "tau_vs_k": held(df, "K")["K"].nunique() > 1,
+        "speedup_vs_gamma": held(df, "gamma")["speedup"].notna().any(),
+        "score_vs_tau": df["score"].notna().any(),
+        "category_bars": df["category"].nunique() > 1 and not held(df).empty,
+    }
+    return [name for name in FIGURES if shows[name]]
 
 
 # The registry the report and the app read their figure choices from.
