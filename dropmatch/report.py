@@ -61,7 +61,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["suite", *SETTING_COLUMNS]
     g = df.groupby(keys, dropna=False, sort=True)
     medians = ["tau", "acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence",
-               "equal_share"]  # fmt: skip
+               "equal_share", "loadavg"]  # fmt: skip
     out = g[medians].median()
     out.insert(0, "prompts", g.size())
     out.insert(2, "tau_pooled", g["n_tokens"].sum() / g["target_forwards"].sum())
@@ -95,7 +95,9 @@ def _gain(df: pd.DataFrame, gamma) -> str | None:
 def _speedups(df: pd.DataFrame) -> str | None:
     med = held(df, "gamma").groupby("gamma")[["speedup", "speedup_cpu"]].median().dropna(how="all")
     text = ", ".join(f"γ {g}: {r.speedup:.2f}x wall, {r.speedup_cpu:.2f}x CPU time" for g, r in med.iterrows())
-    return f"{text} (medians over prompts)" if len(med) else None
+    load = df["loadavg"].median()
+    during = f"; timed under a median 1-minute load of {load:.1f}" if pd.notna(load) else ""
+    return f"{text} (medians over prompts{during})" if len(med) else None
 
 
 def _sweep_of(df: pd.DataFrame, factor: str) -> str | None:

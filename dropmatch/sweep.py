@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -33,7 +34,7 @@ METRICS = ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwar
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion")
 RUN_COLUMNS = ("max_new_tokens", "seed", "dtype", "target_id", "draft_id")
 COLUMNS = ("key", "suite", "prompt_id", "category", *SETTING_COLUMNS, *RUN_COLUMNS, *METRICS, "cpu_s",
-           "tokens_per_cpu_s", "finish", "score", "score_result", "output_ids", "text")  # fmt: skip
+           "tokens_per_cpu_s", "loadavg", "finish", "score", "score_result", "output_ids", "text")  # fmt: skip
 DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share")
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
 
@@ -202,6 +203,7 @@ def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0)
         cpu = time.process_time() - cpu  # CPU seconds of this process: robust to other jobs on a shared CPU
         m, text = compute(trace), pair.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
         row = {k: m[k] for k in METRICS} | {"cpu_s": cpu, "tokens_per_cpu_s": m["n_tokens"] / cpu if cpu > 0 else None}
+        row["loadavg"] = os.getloadavg()[0]  # 1-minute system load: how contended the timings were
         row |= {"finish": trace.finish or "stop", "score": None, "score_result": None}
         if item.problem is not None:
             result = score_completion(item.problem, truncate_completion(text), timeout)
@@ -310,7 +312,6 @@ def add_parsers(subparsers) -> None:
 
 def _environment(args) -> dict:
     """Where the timings come from: library versions, device, threads, niceness, CPU count."""
-    import os
     import platform
 
     import torch

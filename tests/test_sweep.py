@@ -201,7 +201,7 @@ def test_real_runner_on_the_tiny_pair(tiny_pair, tmp_path):
     assert scored["score"].isin([0.0, 1.0]).all() and scored["score_result"].notna().all()
     assert df.loc[df["prompt_id"] != "HumanEval/0", "score"].isna().all()
     assert set(df["finish"]) <= {"eos", "length", "stop"}
-    assert (df["cpu_s"] > 0).all() and df["speedup_cpu"].notna().all()
+    assert (df["cpu_s"] > 0).all() and df["speedup_cpu"].notna().all() and (df["loadavg"] >= 0).all()
 
 
 def test_cli_parsers_reject_bad_grids_with_exit_code_2(capsys):
