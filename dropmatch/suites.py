@@ -115,10 +115,19 @@ def score_completion(problem: dict, completion: str, timeout: float = 10.0) -> d
         try:
             _, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid)
             proc.communicate()
             return {"passed": False, "result": "timed out"}
+        finally:
+            _kill_group(proc.pid)  # anything the program left running
     if proc.returncode == 0:
         return {"passed": True, "result": "passed"}
     lines = err.decode("utf-8", "replace").strip().splitlines()
     return {"passed": False, "result": f"failed: {lines[-1] if lines else f'exit code {proc.returncode}'}"}
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -105,6 +105,17 @@ def test_endless_completion_is_killed_by_the_timeout(problem0):
     assert time.perf_counter() - start < 5.0
 
 
+def test_processes_left_behind_are_killed(problem0, tmp_path):
+    marker = tmp_path / "still-running"
+    child = f"import time; time.sleep(2); open({str(marker)!r}, 'w')"
+    quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"  # detached from the scorer's pipes
+    spawn = f"    import subprocess, sys\n    subprocess.Popen([sys.executable, '-c', {child!r}], {quiet})\n"
+    spawn += problem0["canonical_solution"]
+    assert score_completion(problem0, spawn)["passed"]
+    time.sleep(3)
+    assert not marker.exists()
+
+
 def test_scoring_runs_in_a_fresh_isolated_directory(problem0, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
