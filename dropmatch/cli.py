@@ -1,4 +1,4 @@
-"""The command line: `generate`, `bench` and `headbench` (a stable contract other tools rely on)."""
+"""The command line: `generate`, `bench`, `headbench`, `sweep` and `report` (a stable contract other tools rely on)."""
 
 from __future__ import annotations
 
@@ -86,10 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_decode_args(gen)
     gen.set_defaults(func=_cmd_generate)
 
-    from dropmatch import bench, headbench
+    from dropmatch import bench, headbench, sweep
 
     bench.add_parser(sub, _add_decode_args)
     headbench.add_parser(sub)
+    sweep.add_parsers(sub)  # sweep, report
     return parser
 
 
