@@ -116,11 +116,16 @@ def model_pair(pair: str):
 
 
 # ---- outputs ------------------------------------------------------------------------------------
-def views(traces: dict, note: str) -> tuple:
-    """Both coloured texts, both accept/reject maps, the metrics table and figure, the status, the state."""
+def views(traces: dict, note: str, live: bool = False) -> tuple:
+    """Both coloured texts, both accept/reject maps, the metrics table and figure, the status, the state.
+
+    While a run streams (`live`), the metrics table and figure wait for the end: each round stays cheap.
+    """
     cut = divergence(traces)
     texts = [viz.spans(traces[n], cut)[0] if traces.get(n) else [] for n in RUNS]
     maps = [viz.reason_heatmap(traces.get(n), f"{n}: accept / reject per round") for n in RUNS]
+    if live:
+        return (*texts, *maps, gr.skip(), gr.skip(), note, traces)
     table = viz.metrics_frame({n: traces.get(n) for n in RUNS})
     return (*texts, *maps, table, viz.acceptance_figure(traces), note, traces)
 
@@ -199,7 +204,8 @@ def run(prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_
     clock, traces = time.perf_counter(), {}
     for name, trace in interleave(iters):
         traces[name] = trace
-        yield *views(traces, status_line(traces, "Running", time.perf_counter() - clock)), *(gr.skip(),) * 5
+        note = status_line(traces, "Running", time.perf_counter() - clock)
+        yield *views(traces, note, live=True), *(gr.skip(),) * 5
     yield finished(traces, status_line(traces, "Done", time.perf_counter() - clock))
 
 
@@ -368,7 +374,7 @@ def build_demo() -> gr.Blocks:
                                  "temperature", "max_new_tokens", "seed")]
         outputs = [o["DropMatch"], o["lossless"], *t["maps"], t["table"], t["acceptance"], o["status"], traces,
                    t["files"], t["step_md"], t["step_fig"], step_pos, t["step_run"]]
-        go = c["run"].click(run, inputs, outputs, api_name="run", concurrency_id="model")
+        go = c["run"].click(run, inputs, outputs, api_name="run", concurrency_id="model", show_progress="minimal")
         c["stop"].click(stopped, traces, outputs, cancels=[go], api_visibility="private")
         c["recorded"].click(open_recorded, None, outputs, api_name="open_recorded")
         t["upload"].upload(open_files, t["upload"], outputs, api_name="open_files")
@@ -392,6 +398,5 @@ def launch_options() -> dict:
 
 
 if __name__ == "__main__":
-    if spaces is not None:
-        model_pair("embedded")  # ZeroGPU wants the weights loaded before the first request
+    model_pair("embedded")  # load before serving, so the first Run streams at once (ZeroGPU wants this too)
     build_demo().launch(**launch_options())
