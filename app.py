@@ -33,7 +33,7 @@ PAIR_CHOICES = [
     (f"Hub: {HUB_PAIR[0]} + {HUB_PAIR[1].split('/')[-1]} (needs huggingface.co)", "hub"),
 ]
 LIMITS = {"prompt_chars": 4000, "max_new_tokens": (1, 256), "gamma": (1, 12), "K": (1, 16), "seed": (0, 2**31 - 1)}
-RECORDED = {name: ROOT / f"assets/traces/palindrome_{name.lower()}.json" for name in RUNS}
+RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
 CLICK = "Click a token of either output to inspect it."
 N_VIEWS, STATUS_AT = 8, 6  # views(): 2 texts, 2 maps, table, figure, status, state
 

@@ -13,6 +13,7 @@ import pytest
 
 import viz
 from dropmatch.metrics import DEFINITIONS, compute
+from dropmatch.metrics import compute
 from dropmatch.trace import Trace
 from viz.inspector import MAX_COLUMNS, shown_columns
 from viz.rounds import MAP_REASONS, reason_grid
@@ -25,12 +26,12 @@ TRACES = Path(__file__).resolve().parents[1] / "assets" / "traces"
 
 @pytest.fixture(scope="module")
 def dm() -> Trace:
-    return Trace.from_json(TRACES / "palindrome_dropmatch.json")
+    return Trace.from_json(TRACES / "story_dropmatch.json")
 
 
 @pytest.fixture(scope="module")
 def ll() -> Trace:
-    return Trace.from_json(TRACES / "palindrome_lossless.json")
+    return Trace.from_json(TRACES / "story_lossless.json")
 
 
 def drafts_with(trace: Trace, **fields):
@@ -71,16 +72,18 @@ def test_text_colors_come_from_the_theme():
 
 
 def test_first_divergence(dm, ll):
-    assert viz.first_divergence(dm, ll) is None
-    other = copy.deepcopy(dm)
+    expected = next((i for i, (a, b) in enumerate(zip(dm.token_ids, ll.token_ids)) if a != b), None)
+    assert viz.first_divergence(dm, ll) == expected
+    assert viz.first_divergence(ll, copy.deepcopy(ll)) is None
+    other = copy.deepcopy(ll)
     other.token_ids[9] += 1
     assert viz.first_divergence(other, ll) == 9
     running = copy.deepcopy(ll)
     running.token_ids = running.token_ids[:20]
     running.finish = None
-    assert viz.first_divergence(dm, running) is None  # only shorter so far, not parted
+    assert viz.first_divergence(ll, running) is None  # only shorter so far, not parted
     running.finish = "eos"
-    assert viz.first_divergence(dm, running) == 20
+    assert viz.first_divergence(ll, running) == 20
 
 
 def test_caption_of_a_correction_names_the_rejected_draft(dm):
@@ -213,8 +216,9 @@ def test_round_figure_reveals_stages(dm):
 
 
 def test_round_story_and_move(dm):
-    story = viz.round_story(dm, 0, 4)
-    assert "Round 1 of 8" in story and "rejection" in story and "correction" in story
+    t = next(r.round for r in dm.records if r.kind == "correction")  # a round that ends in a rejection
+    story = viz.round_story(dm, t, 4)
+    assert f"Round {t + 1} of {len(dm.rounds)}" in story and "rejection" in story and "correction" in story
     assert viz.move(dm, 0, 0, -1) == (0, 0)
     assert viz.move(dm, 0, 4, 1) == (1, 0)
     assert viz.move(dm, len(dm.rounds) - 1, 4, 1) == (len(dm.rounds) - 1, 4)
@@ -222,7 +226,8 @@ def test_round_story_and_move(dm):
 
 def test_status_and_trace_bundles(dm, ll):
     line = status_line({"DropMatch": dm, "lossless": ll}, "Done", 1.5)
-    assert "τ = 5.00" in line and "identical" in line
+    assert f"τ = {compute(dm)['tau']:.2f}" in line and f"τ = {compute(ll)['tau']:.2f}" in line
+    assert "identical" in status_line({"DropMatch": ll, "lossless": ll}, "Done", 1.5)
     bundle = traces_from_data(json.loads(json.dumps({"DropMatch": dm.to_dict(), "lossless": ll.to_dict()})))
     assert set(bundle) == {"DropMatch", "lossless"} and bundle["DropMatch"].token_ids == dm.token_ids
     assert set(traces_from_data(ll.to_dict())) == {"lossless"}
