@@ -20,27 +20,9 @@ from tqdm.auto import tqdm
 from dropmatch import metrics
 from dropmatch.decode import generate
 from dropmatch.models import ModelPair, encode_prompt
+from dropmatch.suites import SuiteItem, load_suite
 
 METHODS = ("target", "lossless", "dropmatch", "assisted")
-
-
-def load_prompts(path: str | Path) -> list[dict]:
-    """JSONL with a `prompt` field per line (optional `id`, `category`, `chat`)."""
-    rows = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{n}: not valid JSON ({err.msg})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise ValueError(f"{path}:{n}: each line needs a string field 'prompt'")
-        row.setdefault("id", str(n))
-        rows.append(row)
-    if not rows:
-        raise ValueError(f"{path}: no prompts")
-    return rows
 
 
 def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tokens: int) -> dict:
@@ -71,25 +53,25 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
             "token_ids": out[0, len(prompt_ids):].tolist(), "overhead_share": 0.0}
 
 
-def run_bench(pair: ModelPair, prompts: list[dict], configs: dict, gamma: int, max_new_tokens: int) -> pd.DataFrame:
+def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: int, max_new_tokens: int) -> pd.DataFrame:
     """One row per (prompt, method); methods rotate their order from prompt to prompt."""
     # Warm-up: first calls pay for allocation and kernel selection.
     generate(pair, "Hello", dataclasses.replace(configs["dropmatch"], max_new_tokens=4))
     rows = []
     order = list(METHODS)
     for i, item in enumerate(tqdm(prompts, desc="bench")):
-        chat = bool(item.get("chat", False))
-        ids = encode_prompt(pair.tokenizer, item["prompt"], chat)
+        chat = item.chat
+        ids = encode_prompt(pair.tokenizer, item.prompt, chat)
         outputs = {}
         for method in order[i % len(order):] + order[: i % len(order)]:
             if method == "assisted":
                 m = assisted_run(pair, ids, gamma, max_new_tokens)
                 outputs[method] = m.pop("token_ids")
             else:
-                trace = generate(pair, item["prompt"], configs[method], chat=chat)
+                trace = generate(pair, item.prompt, configs[method], chat=chat)
                 m = metrics.compute(trace)
                 outputs[method] = trace.token_ids
-            rows.append({"prompt": item["id"], "category": item.get("category"), "method": method, **{
+            rows.append({"prompt": item.id, "category": item.category, "method": method, **{
                 k: m[k] for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share")}})
         for row in rows[-len(METHODS):]:
             ref, mine = outputs["lossless"], outputs[row["method"]]
@@ -120,7 +102,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     if args.temperature != 0:
         raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
-    prompts = load_prompts(args.prompts)[: args.limit]
+    prompts = load_suite(args.prompts, args.limit)
     pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
     configs = {m: decode_config(args, m) for m in ("target", "lossless", "dropmatch")}
     df = run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens)
@@ -140,7 +122,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def add_parser(sub, add_decode_args) -> None:
     p = sub.add_parser("bench", help="compare target-only, lossless, DropMatch and assisted generation")
-    p.add_argument("--prompts", required=True, help="JSONL file with a 'prompt' field per line")
+    p.add_argument("--prompts", required=True, help="a suite: JSONL with id, category, prompt[, chat] per line, or 'humaneval'")
     p.add_argument("--limit", type=int, default=None, help="first N prompts only")
     p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
     add_decode_args(p)

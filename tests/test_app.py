@@ -10,6 +10,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 import app
+from dropmatch.trace import Trace
 from viz.summary import traces_from_data
 from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
 
@@ -144,4 +145,5 @@ def test_open_files_and_recorded_example(client, tmp_path, api_traces):
     with pytest.raises(Exception, match="bad.json: not a DropMatch trace"):
         client.predict([handle_file(str(bad))], api_name="/open_files")
     recorded = client.predict(api_name="/open_recorded")
-    assert len(recorded[0]) == 40 and "Recorded example" in recorded[6]
+    emitted = Trace.from_json(app.RECORDED["DropMatch"]).token_ids
+    assert len(recorded[0]) == len(emitted) and "Recorded example" in recorded[6]

@@ -18,7 +18,7 @@ from dropmatch.cli import main
         (["generate", "--prompt", "hi", "--k", "many"], "invalid int value: 'many'"),
         (["generate"], "the following arguments are required: --prompt"),
         (["generate", "--prompt", "hi", "--dtype", "int3"], "invalid choice: 'int3'"),
-        (["bench", "--prompts", "/nonexistent.jsonl"], "No such file"),
+        (["bench", "--prompts", "/nonexistent.jsonl"], "suite file not found"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
 )

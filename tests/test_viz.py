@@ -13,7 +13,6 @@ import pytest
 
 import viz
 from dropmatch.metrics import DEFINITIONS, compute
-from dropmatch.metrics import compute
 from dropmatch.trace import Trace
 from viz.inspector import MAX_COLUMNS, shown_columns
 from viz.rounds import MAP_REASONS, reason_grid
