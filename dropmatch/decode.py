@@ -213,7 +213,7 @@ class Decoder:
             emitted.append(tok)
             if tok in self.pair.eos_ids:
                 break
-        self._record(t_idx, drafts, a, extra, extra_kind, emitted, lossless, accepts, found, z, p, q)
+        self._record(t_idx, drafts, a, extra, extra_kind, emitted, lossless, found, z, p, q)
         self.ids += emitted
         self.target.cut(len(self.ids) - 1)
         if self.draft is not None:
@@ -237,7 +237,7 @@ class Decoder:
         elif len(self.trace.token_ids) >= cfg.max_new_tokens:
             self.trace.finish = "length"
 
-    def _record(self, t_idx, drafts, a, extra, extra_kind, emitted, lossless, accepts, found, z, p, q) -> None:
+    def _record(self, t_idx, drafts, a, extra, extra_kind, emitted, lossless, found, z, p, q) -> None:
         tok = self.pair.tokenizer
         n_before = len(self.trace.token_ids)
         self.trace.token_ids.extend(emitted)
@@ -251,15 +251,14 @@ class Decoder:
                 reason, accepted = ("exact" if lossless[j] else next(c for c, v in comps.items() if v)), True
             else:
                 reason, accepted = ("rejected" if j == a else "skipped"), False
-            row = j if kind == "draft" else a  # the verify position (and the index among emitted tokens)
-            out_index = row
-            is_emitted = (kind != "draft" or j < a) and out_index < len(emitted)
+            row = j if kind == "draft" else a  # the verify position, and the index among emitted tokens
+            is_emitted = (kind != "draft" or j < a) and row < len(emitted)
             rec = TokenRecord(
                 round=t_idx,
                 pos=j + 1 if kind == "draft" else a + 1,
                 kind=kind,
                 token_id=token,
-                text=pieces[out_index] if is_emitted else tok.decode([token]),
+                text=pieces[row] if is_emitted else tok.decode([token]),
                 emitted=is_emitted,
                 reason=reason,
                 accepted=accepted,
@@ -279,8 +278,7 @@ class Decoder:
     def rounds(self) -> Iterator[Trace]:
         while self.trace.finish is None:
             self._round()
-            if self.trace.finish is not None:
-                self.trace.text = self.pair.tokenizer.decode(self.trace.token_ids, skip_special_tokens=True)
+            self.trace.text = self.pair.tokenizer.decode(self.trace.token_ids, skip_special_tokens=True)
             yield self.trace
 
 
