@@ -301,7 +301,7 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
-    p.add_argument("--threads", type=_positive, default=2, help="torch CPU threads")
+    p.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
     p.add_argument("--out", required=True, help="sweep directory (created; reruns resume it)")
     p.set_defaults(func=cmd_sweep)
     r = subparsers.add_parser("report", help="turn a sweep directory into one self-contained HTML report")
@@ -317,9 +317,10 @@ def _environment(args) -> dict:
     import torch
     import transformers
 
+    usable = sorted(os.sched_getaffinity(0))
     return {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-            "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"), "threads": args.threads,
-            "cpu_count": os.cpu_count(), "nice": os.nice(0)}  # fmt: skip
+            "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
+            "threads": torch.get_num_threads(), "cpus": usable, "nice": os.nice(0)}  # fmt: skip
 
 
 def cmd_sweep(args) -> int:
@@ -328,7 +329,7 @@ def cmd_sweep(args) -> int:
 
     from dropmatch.suites import load_suite, suite_name
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))  # never more threads than usable CPUs
     items, suite = load_suite(args.suite, args.limit), suite_name(args.suite)
     grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
     settings = design_settings(grid, args.design, args.methods, args.centre)
