@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -110,13 +111,27 @@ def _sweep_of(df: pd.DataFrame, factor: str) -> str | None:
     return f"{values} for {factor} " + " / ".join(f"{k:g}" for k in taus.index) + f" (lossless {base:.2f}; medians)"
 
 
+def mcnemar_p(lost: int, gained: int) -> float:
+    """Two-sided exact McNemar test: the discordant pairs against Binomial(lost + gained, 1/2)."""
+    n = lost + gained
+    tail = sum(math.comb(n, i) for i in range(min(lost, gained) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
 def _score(df: pd.DataFrame) -> str | None:
+    """Mean task score of lossless and DropMatch at the centre, and the paired test on the problems both ran."""
     scored, c = df.dropna(subset=["score"]), centre(df)
     base, dm = _at(scored, "lossless", gamma=c["gamma"]), _at(scored, "dropmatch", **c)
     if base.empty or dm.empty:
         return None
+    pairs = base.merge(dm, on="prompt_id", suffixes=("", "_dm"))
+    lost = int(((pairs["score"] == 1) & (pairs["score_dm"] == 0)).sum())
+    gained = int(((pairs["score"] == 0) & (pairs["score_dm"] == 1)).sum())
     a, b = base["score"].mean(), dm["score"].mean()
-    return f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {len(dm)} problems)"
+    return (
+        f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {len(dm)} problems; {lost} lost, {gained} gained, "
+        f"exact McNemar p = {mcnemar_p(lost, gained):.2f})"
+    )
 
 
 def _korean(df: pd.DataFrame) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from dropmatch.report import PAPER, paper_comparison, render, write_report
+from dropmatch.report import PAPER, mcnemar_p, paper_comparison, render, write_report
 from dropmatch.sweep import load_sweep
 from viz.sweep import FIGURES, centre, label, relevant
 
@@ -79,6 +79,11 @@ def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
     part = table[table["suite"] == "humaneval"]
     base = part[part["method"] == "lossless"]["score"].mean()
     assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]
+
+
+@pytest.mark.parametrize("lost, gained, p", [(0, 0, 1.0), (6, 2, 0.2890625), (2, 6, 0.2890625), (10, 0, 2 / 1024)])
+def test_mcnemar_exact(lost, gained, p):
+    assert mcnemar_p(lost, gained) == pytest.approx(p)
 
 
 def test_report_is_one_self_contained_html_file(table, tmp_path):
