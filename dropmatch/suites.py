@@ -7,6 +7,7 @@ ships and scores a completion by running the problem's own tests in a fresh, iso
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -43,6 +44,16 @@ def load_suite(source: str | Path, limit: int | None = None) -> list[SuiteItem]:
         raise ValueError(f"limit must be a positive integer; got {limit!r}")
     items = humaneval_items() if str(source) == HUMANEVAL else _read_jsonl(Path(source))
     return items[:limit] if limit else items
+
+
+def spread(items: list[SuiteItem], n: int) -> list[SuiteItem]:
+    """The first `n` items taken round-robin over the categories (in suite order): a small subset that still
+    covers as many categories as it can."""
+    by_category: dict[str, list[SuiteItem]] = {}
+    for item in items:
+        by_category.setdefault(item.category, []).append(item)
+    rounds = itertools.zip_longest(*by_category.values())
+    return [item for row in rounds for item in row if item is not None][:n]
 
 
 def _read_jsonl(path: Path) -> list[SuiteItem]:

@@ -15,7 +15,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -159,8 +159,11 @@ def pending(out_dir, suite: str, items: list[SuiteItem], settings: list[Setting]
     return [(item, s) for item in items for s in settings if s.key(suite, item.id) not in done]
 
 
-def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> pd.DataFrame:
-    """Run every pending cell with `runner(item, setting) -> metrics row`, appending each row as it finishes."""
+def iter_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> Iterator[tuple[int, int, dict]]:
+    """Run every pending cell with `runner(item, setting) -> metrics row`, appending each row as it finishes.
+
+    Yields (finished cells, all cells, the row just written) after each cell, so a caller can show progress.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     todo, total = pending(out, suite, items, settings), len(items) * len(settings)
@@ -168,18 +171,24 @@ def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -
     if log.exists() and log.stat().st_size and not log.read_bytes().endswith(b"\n"):
         with log.open("a", encoding="utf-8") as fh:  # close a line cut short, so the next row stands alone
             fh.write("\n")
-    with (
-        log.open("a", encoding="utf-8") as fh,
-        tqdm(total=total, initial=total - len(todo), desc=suite, unit="cell") as bar,
-    ):
-        for item, setting in todo:
-            bar.set_postfix_str(setting.key(suite, item.id), refresh=False)
+    with log.open("a", encoding="utf-8") as fh:
+        for done, (item, setting) in enumerate(todo, total - len(todo) + 1):
             row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "category": item.category}
             row |= asdict(setting) | run | runner(item, setting)
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             fh.flush()
+            yield done, total, row
+
+
+def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> pd.DataFrame:
+    """Run every pending cell (see `iter_sweep`) under a progress bar; return the tidy table."""
+    total = len(items) * len(settings)
+    with tqdm(total=total, initial=total - len(pending(out_dir, suite, items, settings)), desc=suite,
+              unit="cell") as bar:  # fmt: skip
+        for _, _, row in iter_sweep(items, settings, out_dir, suite, run, runner):
+            bar.set_postfix_str(row["key"], refresh=False)
             bar.update()
-    return load_sweep(out)
+    return load_sweep(out_dir)
 
 
 def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0) -> Runner:
