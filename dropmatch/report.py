@@ -171,14 +171,57 @@ NOTE = (
 )
 EXTRA_DEFINITIONS = {
     "tau_gain": "tau of the row ÷ tau of lossless on the same prompt and γ, minus 1",
+    "speedup": "tokens/s ÷ tokens/s of lossless on the same prompt and γ",
     "speedup_cpu": "as speedup, with tokens per CPU second of the decoding process: fairer on a shared CPU",
     "score": "the task's own score (HumanEval: the problem's tests pass, 0/1); its mean is pass@1",
 }
+# What each column of the sweep tables means: shown on hover in the report and in the app's Analysis tab.
+COLUMN_DEFINITIONS = (
+    {k: DEFINITIONS[k] for k in ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwards",
+                                 "tokens_per_s", "first_divergence", "equal_share") if k in DEFINITIONS}  # fmt: skip
+    | EXTRA_DEFINITIONS
+    | {
+        "suite": "the prompt suite the row ran on",
+        "category": "the prompt's category in its suite",
+        "prompt_id": "the prompt's id in its suite",
+        "method": "lossless: exact-match speculative decoding (the baseline); dropmatch: lossless OR the criterion",
+        "gamma": "γ, draft tokens proposed per round",
+        "K": "number of Monte Carlo dropout paths on the target's LM head",
+        "p_drop": "dropout rate on the LM-head input of each path",
+        "criterion": "DropMatch's acceptance rule on the paths",
+        "prompts": "prompts (cells) behind this row",
+        "tau_pooled": "sum N / sum T over this row's prompts: tokens per target forward, pooled",
+        "loadavg": "1-minute system load when the cell finished: how contended its timings were",
+        "tau_lossless": "tau of lossless on the same prompt and γ",
+        "claim": "what is compared",
+        "paper (SPEC §5)": "the paper's reported value (8B→70B, 4B→32B pairs, vLLM, 4x A100), quoted",
+        "reference implementation (SPEC §5b)": "the reference implementation's measurement, embedded pair, quoted",
+        "this sweep": "computed from this sweep's table",
+    }
+)
 
 
-def _table(df: pd.DataFrame) -> str:
-    table = df.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.3g}", border=0)
-    return f"<div class=scroll>{table}</div>"
+def definition(column: str) -> str | None:
+    """A column's definition; a per-category column such as "dropmatch tau" takes its metric's."""
+    return COLUMN_DEFINITIONS.get(column) or COLUMN_DEFINITIONS.get(str(column).split()[-1])
+
+
+def _cell(value) -> str:
+    if value is None or (not isinstance(value, (str, list, tuple, dict)) and pd.isna(value)):
+        return ""
+    return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
+
+
+def table_html(df: pd.DataFrame) -> str:
+    """A plain HTML table whose column headers carry their definitions as hover titles (floats to 3 digits)."""
+    head = ""
+    for column in df.columns:
+        about = definition(column)
+        title = f' title="{html.escape(about)}"' if about else ""
+        head += f"<th{title}>{html.escape(str(column))}</th>"
+    rows = ("".join(f"<td>{_cell(v)}</td>" for v in row) for row in df.itertuples(index=False))
+    body = "".join(f"<tr>{cells}</tr>" for cells in rows)
+    return f"<div class=scroll><table class=dm-table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def _settings(manifest: dict) -> pd.DataFrame:
@@ -232,9 +275,9 @@ def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     for i, name in enumerate(relevant(part)):
         figure = FIGURES[name](part)
         parts.append(figure.to_html(full_html=False, include_plotlyjs=inline_js and i == 0, div_id=f"{suite}-{name}"))
-    parts.append("<h3>Per setting (medians over prompts)</h3>" + _table(summary(part).drop(columns=["suite"])))
+    parts.append("<h3>Per setting (medians over prompts)</h3>" + table_html(summary(part).drop(columns=["suite"])))
     if centre(part):
-        parts.append("<h3>Per category, centre setting (medians)</h3>" + _table(_per_category(part)))
+        parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(_per_category(part)))
         parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(part))
     return "".join(parts)
 
@@ -243,9 +286,9 @@ def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep repor
     """The report as one HTML string; plotly.js is inlined with the first figure only."""
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        "<h2>Settings</h2>" + _table(_settings(manifest)),
+        "<h2>Settings</h2>" + table_html(_settings(manifest)),
         "<h2>Definitions</h2>" + _definitions(),
-        f"<h2>Comparison with the paper</h2><p class=note>{NOTE}</p>" + _table(paper_comparison(df)),
+        f"<h2>Comparison with the paper</h2><p class=note>{NOTE}</p>" + table_html(paper_comparison(df)),
     ]
     parts += [_suite_section(suite, part, i == 0) for i, (suite, part) in enumerate(df.groupby("suite"))]
     parts.append("<p class=note>Per-prompt rows: table.csv in the sweep directory.</p>")
