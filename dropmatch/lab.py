@@ -1,0 +1,87 @@
+"""Small live sweeps for the app's Analysis tab: a checked plan within set limits, run cell by cell.
+
+A live sweep is an ordinary sweep (`dropmatch.sweep`): one factor varied around the paper's setting, lossless
+once per gamma, over a few prompts spread across the suite's categories. Limits keep it to minutes on a CPU;
+the command line (`python -m dropmatch sweep`) has none. Every bad input is a ValueError with a clear message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dropmatch.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
+from dropmatch.sweep import (
+    CENTRE,
+    FACTORS,
+    Setting,
+    check_manifest,
+    design_settings,
+    iter_sweep,
+    make_runner,
+    parse_values,
+)
+
+SUITES = {"mini_spec_bench": DEFAULT_SUITE, HUMANEVAL: HUMANEVAL}
+LIVE_LIMITS = {"prompts": (1, 8), "max_new_tokens": (8, 256), "cells": 32, "tokens": 2048}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a live sweep will run: the prompts, the settings and the run-wide values."""
+
+    suite: str
+    items: tuple[SuiteItem, ...]
+    settings: tuple[Setting, ...]
+    run: dict
+    grid: dict
+
+    @property
+    def cells(self) -> int:
+        return len(self.items) * len(self.settings)
+
+    def describe(self) -> str:
+        return (f"{len(self.items)} prompts × {len(self.settings)} settings = {self.cells} cells, "
+                f"up to {self.run['max_new_tokens']} tokens each")  # fmt: skip
+
+
+def _bounded(name: str, value, lo: int, hi: int) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number.is_integer() or not lo <= number <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+    return int(number)
+
+
+def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dict | None = None) -> Plan:
+    """Check a live sweep's inputs against LIVE_LIMITS and build its plan (nothing runs, nothing loads)."""
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {', '.join(SUITES)}; got {suite!r}")
+    if factor not in FACTORS:
+        raise ValueError(f"the varied factor must be one of {', '.join(FACTORS)}; got {factor!r}")
+    n = _bounded("prompts", prompts, *LIVE_LIMITS["prompts"])
+    tokens = _bounded("max new tokens", max_new_tokens, *LIVE_LIMITS["max_new_tokens"])
+    grid = {factor: parse_values(values, factor)}
+    settings = tuple(design_settings(grid, "ofat"))
+    for setting in settings:
+        setting.config(tokens)  # a DecodeConfig error now, not after the model loads
+    items = tuple(spread(load_suite(SUITES[suite]), n))
+    result = Plan(suite, items, settings, {"max_new_tokens": tokens, "seed": 0} | (run or {}), grid)
+    if result.cells > LIVE_LIMITS["cells"]:
+        raise ValueError(f"{result.describe()}: a live sweep runs at most {LIVE_LIMITS['cells']} cells; "
+                         "use fewer prompts or values, or the command line (python -m dropmatch sweep)")  # fmt: skip
+    if result.cells * tokens > LIVE_LIMITS["tokens"]:
+        raise ValueError(f"{result.describe()}: a live sweep generates at most {LIVE_LIMITS['tokens']} tokens "
+                         "(cells × max new tokens); use fewer cells or tokens, or the command line")  # fmt: skip
+    return result
+
+
+def run_live(p: Plan, pair, out_dir: str | Path, runner=None) -> Iterator[tuple[int, int, dict]]:
+    """Run the plan in `out_dir` with the loaded pair, yielding (finished, total, row) after each cell."""
+    design = {"design": "ofat", "centre": dict(CENTRE), "grid": p.grid, "methods": ["lossless", "dropmatch"]}
+    check_manifest(out_dir, p.suite, p.run, design)
+    runner = runner or make_runner(pair, p.run["max_new_tokens"], p.run["seed"])
+    yield from iter_sweep(list(p.items), list(p.settings), out_dir, p.suite, p.run, runner)
