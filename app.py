@@ -10,15 +10,20 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import gradio as gr
+import pandas as pd
 
 import viz
 from dropmatch.config import DecodeConfig
 from dropmatch.criteria import CRITERIA
+from dropmatch import lab
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
+from dropmatch.report import paper_comparison, summary, table_html, write_report
+from dropmatch.sweep import CENTRE, FACTORS, MANIFEST, TABLE, load_sweep
 from dropmatch.trace import Trace
 from viz.summary import RUNS, divergence, status_line, traces_from_data
+from viz.sweep import FIGURES, relevant
 
 try:
     import spaces
@@ -34,13 +39,16 @@ PAIR_CHOICES = [
 ]
 LIMITS = {"prompt_chars": 4000, "max_new_tokens": (1, 256), "gamma": (1, 12), "K": (1, 16), "seed": (0, 2**31 - 1)}
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
+SWEEP = ROOT / "assets/sweep"  # the recorded sweep the Analysis tab opens with
 CLICK = "Click a token of either output to inspect it."
 N_VIEWS, STATUS_AT = 8, 6  # views(): 2 texts, 2 maps, table, figure, status, state
 
 
-def gpu(fn):
+def gpu(fn=None, *, duration: int = 120):
     """Request a ZeroGPU slot for `fn` where the `spaces` package exists; unchanged elsewhere."""
-    return spaces.GPU(duration=120)(fn) if spaces is not None else fn
+    if fn is None:
+        return lambda f: gpu(f, duration=duration)
+    return spaces.GPU(duration=duration)(fn) if spaces is not None else fn
 
 
 # ---- validation and loading ---------------------------------------------------------------------
@@ -273,6 +281,82 @@ def trace_api(
     return out
 
 
+# ---- the Analysis tab: recorded and live sweeps ---------------------------------------------------
+def lab_content(df: pd.DataFrame) -> dict:
+    """The paper comparison, one figure per FIGURES entry (None where it has nothing to show), the summary."""
+    shown = set(relevant(df)) if len(df) else set()
+    return {
+        "compare": table_html(paper_comparison(df)) if len(df) else "",
+        "figures": {name: FIGURES[name](df) if name in shown else None for name in FIGURES},
+        "summary": table_html(summary(df).drop(columns=["suite"])) if len(df) else "",
+    }
+
+
+def lab_views(df: pd.DataFrame, note: str, files: list[str]) -> tuple:
+    """The Analysis tab's outputs: note, comparison, figures (hidden where empty), summary, files."""
+    c = lab_content(df)
+    plots = [gr.Plot(value=fig, visible=fig is not None) for fig in c["figures"].values()]
+    return (note, c["compare"], *plots, c["summary"], files)
+
+
+def recorded_suites() -> list[str]:
+    """Suites of the recorded sweep, the one with the most varied values first (it has the most to show)."""
+    path = SWEEP / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def varied(suite: str) -> int:
+        return sum(len(v or []) for v in ((manifest[suite].get("design") or {}).get("grid") or {}).values())
+
+    return sorted(manifest, key=varied, reverse=True)
+
+
+def recorded_note(suite: str, df: pd.DataFrame) -> str:
+    """Where a recorded sweep's numbers come from: its size, run settings and the machine that timed it."""
+    entry = json.loads((SWEEP / MANIFEST).read_text(encoding="utf-8")).get(suite, {})
+    run, env = entry.get("run", {}), (entry.get("design") or {}).get("environment", {})
+    settings = df[["method", "gamma", "K", "p_drop", "criterion"]].drop_duplicates()
+    machine = f"{env.get('device', '?')}, {env.get('threads', '?')} thread(s), torch {env.get('torch', '?')}"
+    return (f"**Recorded sweep · {suite}**: {df['prompt_id'].nunique()} prompts × {len(settings)} settings "
+            f"({len(df)} cells), up to {run.get('max_new_tokens')} new tokens, {run.get('dtype')}, timed on {machine}. "
+            "Read from `assets/sweep`: no model needed. Hover a column name for its definition.")  # fmt: skip
+
+
+def open_recorded_sweep(suite: str) -> tuple:
+    if suite not in recorded_suites():
+        raise gr.Error(f"No recorded sweep named {suite!r}; choose one of {', '.join(recorded_suites()) or 'none'}.")
+    df = load_sweep(SWEEP)
+    part = df[df["suite"] == suite]
+    return lab_views(part, recorded_note(suite, part), recorded_files())
+
+
+def recorded_files() -> list[str]:
+    return [str(SWEEP / "report.html"), str(SWEEP / TABLE)]
+
+
+@gpu(duration=300)
+def live_sweep(suite, prompts, factor, values, max_new_tokens, pair):
+    """A small one-factor sweep on the chosen pair, within lab.LIVE_LIMITS, shown after every cell."""
+    run = {"dtype": "bfloat16", "target_id": PAIRS.get(pair, ("", ""))[0], "draft_id": PAIRS.get(pair, ("", ""))[1]}
+    try:
+        plan = lab.plan(suite, prompts, factor, values, max_new_tokens, run)
+    except ValueError as err:
+        raise gr.Error(str(err)) from None
+    skip = (gr.skip(),) * (len(FIGURES) + 3)
+    yield f"**Live sweep** · {plan.describe()} · loading the model pair…", *skip
+    models, folder = model_pair(pair), Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
+    try:
+        for done, total, row in lab.run_live(plan, models, folder):
+            df = load_sweep(folder)
+            df.to_csv(folder / TABLE, index=False)
+            note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
+            yield lab_views(df, note, [str(folder / TABLE)])
+    except ValueError as err:
+        raise gr.Error(str(err)) from None
+    report = write_report(folder)
+    note = f"**Live sweep done** · {plan.describe()} · {suite}. Download the report and the per-prompt table below."
+    yield lab_views(df, note, [str(report), str(folder / TABLE)])
+
+
 # ---- layout -------------------------------------------------------------------------------------
 def _controls() -> dict:
     """Prompt, model pair and decoding settings, each with its limits."""
@@ -356,10 +440,53 @@ def _tabs() -> dict:
                                  interactive=False, elem_id="downloads")
             t["upload"] = gr.File(label="Open trace JSON (one or both runs)", file_count="multiple",
                                   file_types=[".json"], elem_id="upload")
+        with gr.Tab("Analysis", elem_id="analysis-tab"):
+            t["lab"] = _analysis()
         with gr.Tab("How DropMatch works"):
             gr.Markdown(viz.how_it_works(PAPER), latex_delimiters=[{"left": "$$", "right": "$$", "display": True}])
             gr.Markdown(viz.glossary())
     return t
+
+
+def _analysis() -> dict:
+    """A recorded sweep (shown at once, no model), and a small live sweep whose results replace it."""
+    a, suites = {}, recorded_suites()
+    part = load_sweep(SWEEP).query("suite == @suites[0]") if suites else pd.DataFrame()
+    first = lab_content(part)
+    gr.Markdown("Sweeps over prompt suites: DropMatch at each setting against lossless on the same prompt and γ, "
+                f"one factor at a time around the paper's setting (γ {CENTRE['gamma']}, K {CENTRE['K']}, "
+                f"p_drop {CENTRE['p_drop']}, {CENTRE['criterion']}). The command line runs any size: "
+                "`python -m dropmatch sweep`, then `python -m dropmatch report`.")  # fmt: skip
+    a["suite"] = gr.Radio(suites, value=suites[0] if suites else None, label="Recorded sweep", elem_id="lab-suite")
+    with gr.Accordion("Run a small sweep live", open=False, elem_id="lab-live"):
+        with gr.Row():
+            a["live_suite"] = gr.Dropdown(list(lab.SUITES), value="mini_spec_bench", label="suite")
+            a["prompts"] = gr.Slider(*lab.LIVE_LIMITS["prompts"], value=3, step=1, label="prompts",
+                                     info="spread over the suite's categories")  # fmt: skip
+            a["factor"] = gr.Radio(list(FACTORS), value="p_drop", label="vary")
+            a["values"] = gr.Textbox("0,0.3,0.5", label="values", info="comma-separated", elem_id="lab-values")
+        with gr.Row():
+            a["max_new_tokens"] = gr.Slider(*lab.LIVE_LIMITS["max_new_tokens"], value=32, step=8,
+                                            label="max new tokens")
+            a["pair"] = gr.Dropdown(PAIR_CHOICES, value="embedded", label="Model pair", scale=2)
+            a["run"] = gr.Button("▶ Run sweep", variant="primary", elem_id="lab-run")
+            a["stop"] = gr.Button("■ Stop", variant="stop", elem_id="lab-stop")
+        gr.Markdown(f"At most {lab.LIVE_LIMITS['cells']} cells (prompts × settings) and "
+                    f"{lab.LIVE_LIMITS['tokens']} generated tokens in all; lossless runs once per γ.")  # fmt: skip
+    note = recorded_note(suites[0], part) if suites else "No recorded sweep in `assets/sweep`: run one live."
+    a["note"] = gr.Markdown(note, elem_id="lab-note")
+    a["compare"] = gr.HTML(first["compare"], label="Comparison with the paper", elem_id="lab-compare")
+    plots = {}
+    for row in (("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau",)):
+        with gr.Row():
+            for name in row:
+                fig = first["figures"][name]
+                plots[name] = gr.Plot(fig, visible=fig is not None, show_label=False, elem_id=f"lab-{name}")
+    a["plots"] = [plots[name] for name in FIGURES]  # the order lab_views returns them in
+    a["summary"] = gr.HTML(first["summary"], elem_id="lab-summary")
+    a["files"] = gr.File(recorded_files() if suites else None, label="Report (HTML) and per-prompt table (CSV)",
+                         file_count="multiple", interactive=False, elem_id="lab-files")  # fmt: skip
+    return a
 
 
 def build_demo() -> gr.Blocks:
@@ -387,6 +514,12 @@ def build_demo() -> gr.Blocks:
         t["next"].click(lambda tr, r, p: step(tr, r, p, 1), step_in, step_out, api_visibility="private")
         t["step_run"].change(step_view, [traces, t["step_run"]], step_out, api_visibility="private")
         gr.api(trace_api, api_name="trace", concurrency_id="model")
+        a = t["lab"]
+        lab_out = [a["note"], a["compare"], *a["plots"], a["summary"], a["files"]]
+        a["suite"].change(open_recorded_sweep, a["suite"], lab_out, api_name="open_sweep")
+        lab_in = [a[k] for k in ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")]
+        sweep = a["run"].click(live_sweep, lab_in, lab_out, api_name="sweep", concurrency_id="model")
+        a["stop"].click(None, None, None, cancels=[sweep])
     demo.queue(default_concurrency_limit=1, max_size=16)
     return demo
 

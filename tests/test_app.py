@@ -6,6 +6,7 @@ import json
 import time
 
 import gradio as gr
+import pandas as pd
 import pytest
 from gradio_client import Client, handle_file
 
@@ -148,3 +149,31 @@ def test_open_files_and_recorded_example(client, tmp_path, api_traces):
     emitted = Trace.from_json(app.RECORDED["DropMatch"]).token_ids
     tokens = [s for s in recorded[0] if s["class_or_confidence"] != DIVERGENCE_LABEL]
     assert len(tokens) == len(emitted) and "Recorded example" in recorded[6]
+
+
+def test_recorded_sweep_opens_without_a_model(client):
+    note, compare, *plots, table, files = client.predict("humaneval", api_name="/open_sweep")
+    cells = app.load_sweep(app.SWEEP).query("suite == 'humaneval'")
+    assert f"{cells['prompt_id'].nunique()} prompts" in note and "no model needed" in note
+    assert "pass@1" in compare and "title=" in table and "tau_pooled" in table
+    assert sorted(p.rsplit("/", 1)[-1] for p in files) == ["report.html", "table.csv"]
+    shown = [plot.visible for plot in app.open_recorded_sweep("humaneval")[2:-2]]
+    assert shown == [name in app.relevant(cells) for name in app.FIGURES] and any(shown)
+    with pytest.raises(gr.Error, match="No recorded sweep named"):
+        app.open_recorded_sweep("nope")
+
+
+def test_live_sweep_streams_cell_by_cell(client):
+    outputs = list(client.submit("mini_spec_bench", 1, "p_drop", "0.3", 8, "embedded", api_name="/sweep"))
+    notes = [out[0] for out in outputs]
+    assert any("1/2 cells" in n for n in notes) and notes[-1].startswith("**Live sweep done**")
+    files = outputs[-1][-1]
+    assert sorted(p.rsplit("/", 1)[-1] for p in files) == ["report.html", "table.csv"]
+    table = pd.read_csv(next(p for p in files if p.endswith(".csv")))
+    assert sorted(table["method"]) == ["dropmatch", "lossless"] and (table["n_tokens"] == 8).all()
+    assert "title=" in outputs[-1][-2]
+
+
+def test_live_sweep_refuses_too_large_a_sweep(client):
+    with pytest.raises(Exception, match="at most 32 cells"):
+        client.predict("mini_spec_bench", 8, "p_drop", "0,0.1,0.2,0.4,0.5", 8, "embedded", api_name="/sweep")

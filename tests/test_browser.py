@@ -133,3 +133,18 @@ def test_stop_keeps_the_partial_run(page):
     assert 0 < n_tokens < 200
     time.sleep(3)
     assert page.locator("#out-dropmatch .token").count() == n_tokens, "the run went on after Stop"
+
+
+def test_analysis_tab_shows_the_recorded_sweep(page):
+    page.get_by_role("tab", name="Analysis").click()
+    plot_rendered(page, "#lab-tau_vs_p_drop", "tau vs p_drop")
+    plot_rendered(page, "#lab-tau_vs_k", "tau vs K")
+    header = page.locator("#lab-summary th", has_text="tau_pooled")
+    assert "sum N / sum T" in header.get_attribute("title"), "each column's definition is one hover away"
+    assert page.locator("#lab-compare th[title]").count() >= 3
+    time.sleep(1)
+    page.screenshot(path=str(ARTIFACTS / "analysis.png"), full_page=True)
+    page.locator("#lab-suite label", has_text="humaneval").click()
+    plot_rendered(page, "#lab-score_vs_tau", "Task score vs mean acceptance length")
+    page.wait_for_function("document.querySelector('#lab-note').innerText.includes('humaneval')", **POLL)
+    assert "pass@1" in page.locator("#lab-compare").inner_text()
