@@ -477,7 +477,7 @@ def _analysis() -> dict:
     a["note"] = gr.Markdown(note, elem_id="lab-note")
     a["compare"] = gr.HTML(first["compare"], label="Comparison with the paper", elem_id="lab-compare")
     plots = {}
-    for row in (("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau",)):
+    for row in (("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")):
         with gr.Row():
             for name in row:
                 fig = first["figures"][name]

@@ -54,14 +54,20 @@ def test_figure_values_are_medians_of_the_table(table):
         .median()
     )
     assert list(k5.x) == list(expected.index) and list(k5.y) == pytest.approx(list(expected))
+    faithful = FIGURES["lossiness_vs_tau"](part)
+    points = {name: t for t in faithful.data for name in t.hovertext}
+    assert points["lossless γ5"].y[0] == 1.0  # lossless equals itself
+    zero = list(points["DropMatch γ5 K5 p0 js+majority"].hovertext).index("DropMatch γ5 K5 p0 js+majority")
+    assert points["DropMatch γ5 K5 p0 js+majority"].y[zero] == 1.0  # p_drop 0 in OR mode is lossless
+    assert {t.name for t in faithful.data} == {"lossless", "centre", "p_drop", "K", "gamma"}
     scored = FIGURES["score_vs_tau"](table[table["suite"] == "humaneval"])
     assert set(scored.data[0].text) | set(scored.data[-1].text) >= {"lossless γ5", "DropMatch γ5 K5 p0.3 js+majority"}
 
 
 def test_relevant_figures_skip_what_the_sweep_did_not_vary(table):
     suite = table[table["suite"] == "mini_spec_bench"]
-    assert relevant(suite) == ["tau_vs_p_drop", "tau_vs_k", "speedup_vs_gamma"]  # one category: no bars
-    assert relevant(table[table["suite"] == "humaneval"]) == ["speedup_vs_gamma", "score_vs_tau"]
+    assert relevant(suite) == ["tau_vs_p_drop", "tau_vs_k", "speedup_vs_gamma", "lossiness_vs_tau"]  # no bars
+    assert relevant(table[table["suite"] == "humaneval"]) == ["speedup_vs_gamma", "score_vs_tau", "lossiness_vs_tau"]
 
 
 def test_figures_accept_an_empty_table(table):
@@ -92,6 +98,6 @@ def test_report_is_one_self_contained_html_file(table, tmp_path):
     assert text.startswith("<!doctype html>") and text.endswith("</html>")
     assert text.count("window.PlotlyConfig") == 1  # plotly.js inlined once
     assert "<script src=" not in text and 'src="https://cdn.plot.ly' not in text
-    assert text.count('class="plotly-graph-div"') == 3 + 2  # the relevant figures of each suite
+    assert text.count('class="plotly-graph-div"') == 4 + 3  # the relevant figures of each suite
     assert "Comparison with the paper" in text and "about +10%" in text
     assert render(table, {}).count("<h2>Suite:") == 2

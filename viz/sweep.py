@@ -147,6 +147,43 @@ def category_bars(df: pd.DataFrame) -> go.Figure:
     )
 
 
+def varied(row, c: dict) -> str:
+    """Which factor a setting moves away from the centre: "lossless", "centre", or the factor's name."""
+    if row["method"] == "lossless":
+        return "lossless"
+    moved = [f for f in FACTORS if f in c and row[f] != c[f]]
+    return moved[0] if len(moved) == 1 else ("centre" if not moved else "+".join(moved))
+
+
+def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
+    """Per setting: pooled tau against the median share of tokens equal to lossless (same prompt and gamma).
+
+    The suite's version of the accuracy / acceptance trade-off: up and right is faster and closer to lossless."""
+    title = "Faithfulness to lossless vs mean acceptance length, per setting"
+    rows = df.dropna(subset=["equal_share"])
+    if rows.empty or not (rows["method"] == "dropmatch").any():
+        return _empty(title, "no DropMatch rows with a lossless baseline")
+    keys = ["method", "gamma", "K", "p_drop", "criterion"]
+    g = rows.groupby(keys, dropna=False)
+    pts = g["equal_share"].median().rename("equal_share").to_frame()
+    pts["first_divergence"] = g["first_divergence"].median()
+    pts["tau"] = g["n_tokens"].sum() / g["target_forwards"].sum()
+    pts["prompts"] = g.size()
+    pts = pts.reset_index()
+    c = centre(df)
+    pts["setting"] = pts.apply(label, axis=1)
+    pts["varies"] = pts.apply(lambda r: varied(r, c), axis=1)
+    fig = px.scatter(pts, x="tau", y="equal_share", color="varies", hover_name="setting",
+                     color_discrete_map={"lossless": COLORS["lossless"], "centre": COLORS["dropmatch"]},
+                     hover_data={"first_divergence": ":.0f", "prompts": True, "varies": False})  # fmt: skip
+    fig.update_traces(marker_size=11)
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis_title="tau (pooled: sum N / sum T)",
+        yaxis_title="tokens equal to lossless (median share)",
+        yaxis_range=[-0.02, 1.05],
+    )
+
+
 def relevant(df: pd.DataFrame) -> list[str]:
     """Names of the figures that have something to show for this table: a varied factor, a score, categories."""
     shows = {
@@ -155,6 +192,7 @@ def relevant(df: pd.DataFrame) -> list[str]:
         "speedup_vs_gamma": held(df, "gamma")["speedup"].notna().any(),
         "score_vs_tau": df["score"].notna().any(),
         "category_bars": df["category"].nunique() > 1 and not held(df).empty,
+        "lossiness_vs_tau": df["equal_share"].notna().any() and (df["method"] == "dropmatch").any(),
     }
     return [name for name in FIGURES if shows[name]]
 
@@ -166,4 +204,5 @@ FIGURES = {
     "speedup_vs_gamma": speedup_vs_gamma,
     "score_vs_tau": score_vs_tau,
     "category_bars": category_bars,
+    "lossiness_vs_tau": lossiness_vs_tau,
 }
