@@ -13,9 +13,9 @@ import gradio as gr
 import pandas as pd
 
 import viz
+from dropmatch import lab
 from dropmatch.config import DecodeConfig
 from dropmatch.criteria import CRITERIA
-from dropmatch import lab
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
@@ -342,19 +342,20 @@ def live_sweep(suite, prompts, factor, values, max_new_tokens, pair):
     except ValueError as err:
         raise gr.Error(str(err)) from None
     skip = (gr.skip(),) * (len(FIGURES) + 3)
-    yield f"**Live sweep** · {plan.describe()} · loading the model pair…", *skip
+    # the recorded-sweep choice is cleared: picking a suite again brings the recorded sweep back
+    yield f"**Live sweep** · {plan.describe()} · loading the model pair…", *skip, None
     models, folder = model_pair(pair), Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
     try:
         for done, total, row in lab.run_live(plan, models, folder):
             df = load_sweep(folder)
             df.to_csv(folder / TABLE, index=False)
             note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
-            yield lab_views(df, note, [str(folder / TABLE)])
+            yield *lab_views(df, note, [str(folder / TABLE)]), gr.skip()
     except ValueError as err:
         raise gr.Error(str(err)) from None
     report = write_report(folder)
     note = f"**Live sweep done** · {plan.describe()} · {suite}. Download the report and the per-prompt table below."
-    yield lab_views(df, note, [str(report), str(folder / TABLE)])
+    yield *lab_views(df, note, [str(report), str(folder / TABLE)]), gr.skip()
 
 
 # ---- layout -------------------------------------------------------------------------------------
@@ -477,7 +478,8 @@ def _analysis() -> dict:
     a["note"] = gr.Markdown(note, elem_id="lab-note")
     a["compare"] = gr.HTML(first["compare"], label="Comparison with the paper", elem_id="lab-compare")
     plots = {}
-    for row in (("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")):
+    rows = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")
+    for row in rows:
         with gr.Row():
             for name in row:
                 fig = first["figures"][name]
@@ -516,9 +518,9 @@ def build_demo() -> gr.Blocks:
         gr.api(trace_api, api_name="trace", concurrency_id="model")
         a = t["lab"]
         lab_out = [a["note"], a["compare"], *a["plots"], a["summary"], a["files"]]
-        a["suite"].change(open_recorded_sweep, a["suite"], lab_out, api_name="open_sweep")
+        a["suite"].input(open_recorded_sweep, a["suite"], lab_out, api_name="open_sweep")
         lab_in = [a[k] for k in ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")]
-        sweep = a["run"].click(live_sweep, lab_in, lab_out, api_name="sweep", concurrency_id="model")
+        sweep = a["run"].click(live_sweep, lab_in, [*lab_out, a["suite"]], api_name="sweep", concurrency_id="model")
         a["stop"].click(None, None, None, cancels=[sweep])
     demo.queue(default_concurrency_limit=1, max_size=16)
     return demo

@@ -167,11 +167,12 @@ def test_live_sweep_streams_cell_by_cell(client):
     outputs = list(client.submit("mini_spec_bench", 1, "p_drop", "0.3", 8, "embedded", api_name="/sweep"))
     notes = [out[0] for out in outputs]
     assert any("1/2 cells" in n for n in notes) and notes[-1].startswith("**Live sweep done**")
-    files = outputs[-1][-1]
+    assert outputs[0][-1] is None  # the recorded-sweep choice is cleared while a live sweep shows
+    files = outputs[-1][-2]
     assert sorted(p.rsplit("/", 1)[-1] for p in files) == ["report.html", "table.csv"]
     table = pd.read_csv(next(p for p in files if p.endswith(".csv")))
     assert sorted(table["method"]) == ["dropmatch", "lossless"] and (table["n_tokens"] == 8).all()
-    assert "title=" in outputs[-1][-2]
+    assert "title=" in outputs[-1][-3]
 
 
 def test_live_sweep_refuses_too_large_a_sweep(client):

@@ -148,3 +148,20 @@ def test_analysis_tab_shows_the_recorded_sweep(page):
     plot_rendered(page, "#lab-score_vs_tau", "Task score vs mean acceptance length")
     page.wait_for_function("document.querySelector('#lab-note').innerText.includes('humaneval')", **POLL)
     assert "pass@1" in page.locator("#lab-compare").inner_text()
+
+
+def test_a_live_sweep_runs_from_the_analysis_tab(page):
+    page.get_by_role("tab", name="Analysis").click()
+    page.locator("#lab-live").get_by_text("Run a small sweep live").click()
+    page.locator("#lab-live input[type=number]").first.fill("1")  # prompts
+    page.locator("#lab-live input[type=number]").first.press("Tab")
+    page.locator("#lab-values textarea").fill("0.3")
+    page.click("#lab-run")
+    done = "document.querySelector('#lab-note').innerText.includes('Live sweep done')"
+    page.wait_for_function(done, polling=500, timeout=300_000)
+    assert "2 cells" in page.locator("#lab-note").inner_text()
+    files = "document.querySelector('#lab-files').innerText.replace(/\\s/g, '')"
+    page.wait_for_function(f"{files}.includes('report.html') && {files}.includes('table.csv')", **POLL)
+    assert page.locator("#lab-summary tbody tr").count() == 2  # lossless and DropMatch at the centre
+    page.locator("#lab-suite label", has_text="mini_spec_bench").click()
+    page.wait_for_function("document.querySelector('#lab-note').innerText.includes('Recorded sweep')", **POLL)
