@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
 from dropmatch.report import PAPER, mcnemar_p, paper_comparison, render, write_report
 from dropmatch.sweep import load_sweep
-from viz.sweep import FIGURES, centre, label, relevant
+from viz.sweep import FIGURES, centre, held, label, relevant
 
 RECORDED = Path(__file__).parent / "data" / "sweep_small"
 
@@ -85,6 +86,16 @@ def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
     part = table[table["suite"] == "humaneval"]
     base = part[part["method"] == "lossless"]["score"].mean()
     assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]
+
+
+def test_paper_comparison_names_the_criteria_a_sweep_varied(table):
+    part = table[table["suite"] == "mini_spec_bench"]
+    centre_rows = held(part)  # DropMatch at the centre: gamma 5, K 5, p_drop 0.3, js+majority
+    naive = centre_rows.assign(criterion="naive", tau=centre_rows["tau"] + 1)
+    row = paper_comparison(pd.concat([part, naive])).set_index("claim").iloc[-1]
+    expected = f"{centre_rows['tau'].median():.2f} / {centre_rows['tau'].median() + 1:.2f}"
+    assert row["this sweep"].startswith(f"mini_spec_bench: {expected} for criterion js+majority / naive")
+    assert paper_comparison(part).iloc[-1]["this sweep"] == "not in this sweep"
 
 
 @pytest.mark.parametrize("lost, gained, p", [(0, 0, 1.0), (6, 2, 0.2890625), (2, 6, 0.2890625), (10, 0, 2 / 1024)])
