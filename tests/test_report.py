@@ -88,6 +88,15 @@ def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
     assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]
 
 
+def test_centre_prefers_the_papers_setting_on_a_tie(table):
+    part = table[table["suite"] == "humaneval"]
+    dm = part[part["method"] == "dropmatch"]
+    for p_drop in (0.1, 0.5):  # as many rows at 0.1 and at 0.5 as at the paper's 0.3
+        part = pd.concat([part, dm.assign(p_drop=p_drop, key=dm["key"] + f"|{p_drop}")])
+    assert centre(part)["p_drop"] == 0.3
+    assert centre(part[part["p_drop"] != 0.3])["p_drop"] == 0.1  # without it: the smallest of the tied values
+
+
 def test_paper_comparison_names_the_criteria_a_sweep_varied(table):
     part = table[table["suite"] == "mini_spec_bench"]
     centre_rows = held(part)  # DropMatch at the centre: gamma 5, K 5, p_drop 0.3, js+majority

@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from dropmatch.sweep import CENTRE
 from viz.theme import METHOD_COLORS, message_figure, style
 
 FACTORS = ("gamma", "K", "p_drop", "criterion")
@@ -21,9 +22,13 @@ LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
 
 
 def centre(df: pd.DataFrame) -> dict:
-    """The held value of each factor: its most frequent value among DropMatch rows."""
+    """The held value of each factor: its most frequent value among DropMatch rows; on a tie (a sweep that
+    ran each value equally often) the paper's setting when it is one of them, else the smallest."""
     dm = df[df["method"] == "dropmatch"]
-    return {f: dm[f].mode().iloc[0] for f in FACTORS} if len(dm) else {}
+    if dm.empty:
+        return {}
+    modes = {f: list(dm[f].mode()) for f in FACTORS}
+    return {f: CENTRE[f] if CENTRE[f] in modes[f] else modes[f][0] for f in FACTORS}
 
 
 def label(row) -> str:
