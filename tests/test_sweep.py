@@ -25,6 +25,7 @@ from dropmatch.sweep import (
     read_cells,
     run_sweep,
 )
+from viz.sweep import relevant
 
 PAPER_GRID = {"p_drop": [0, 0.1, 0.2, 0.3, 0.4, 0.5], "K": [1, 3, 5, 8], "gamma": [3, 5, 8]}
 
@@ -232,7 +233,10 @@ def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, mon
     args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid, "--out", str(out)])
     assert args.func(args) == 0
     assert "0 cells to run" in capsys.readouterr().out
-    assert (out / "table.csv").exists() and len(list((out / "figures").glob("mini_spec_bench_*.html"))) == 3
+    shown = relevant(load_sweep(out).query("suite == 'mini_spec_bench'"))
+    written = sorted(f.stem for f in (out / "figures").glob("mini_spec_bench_*.html"))
+    assert (out / "table.csv").exists() and written == sorted(f"mini_spec_bench_{name}" for name in shown)
+    assert "lossiness_vs_tau" in shown and "category_bars" not in shown  # three prompts of one category
     args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid[:-2], "--out", str(out)])
     with pytest.raises(ValueError, match="other settings"):  # max_new_tokens 64 into a 16-token sweep
         args.func(args)
