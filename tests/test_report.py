@@ -62,7 +62,8 @@ def test_figure_values_are_medians_of_the_table(table):
     assert points["DropMatch γ5 K5 p0 js+majority"].y[zero] == 1.0  # p_drop 0 in OR mode is lossless
     assert {t.name for t in faithful.data} == {"lossless", "centre", "p_drop", "K", "gamma"}
     scored = FIGURES["score_vs_tau"](table[table["suite"] == "humaneval"])
-    assert set(scored.data[0].text) | set(scored.data[-1].text) >= {"lossless γ5", "DropMatch γ5 K5 p0.3 js+majority"}
+    assert {n for t in scored.data for n in t.hovertext} == {"lossless γ5", "DropMatch γ5 K5 p0.3 js+majority"}
+    assert {n for t in scored.data for n in t.text} == {"lossless", "DropMatch"}  # nothing varies: short labels
 
 
 def test_relevant_figures_skip_what_the_sweep_did_not_vary(table):
@@ -86,6 +87,14 @@ def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
     part = table[table["suite"] == "humaneval"]
     base = part[part["method"] == "lossless"]["score"].mean()
     assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]
+
+
+def test_short_labels_name_only_what_varies(table):
+    part = table[table["suite"] == "humaneval"]
+    dm = part[part["method"] == "dropmatch"]
+    swept = pd.concat([part, dm.assign(p_drop=0.5, key=dm["key"] + "|0.5")])
+    fig = FIGURES["score_vs_tau"](swept)
+    assert {n for t in fig.data for n in t.text} == {"lossless", "p0.3", "p0.5"}
 
 
 def test_centre_prefers_the_papers_setting_on_a_tie(table):

@@ -38,6 +38,21 @@ def label(row) -> str:
     return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}"
 
 
+def short_labels(pts: pd.DataFrame) -> pd.Series:
+    """Point labels naming only the factors that differ between the plotted DropMatch settings ("p0.5")."""
+    dm = pts[pts["method"] == "dropmatch"]
+    vary = [f for f in FACTORS if dm[f].nunique() > 1]
+    prefix = {"gamma": "γ", "K": "K", "p_drop": "p"}
+
+    def one(row) -> str:
+        if row["method"] == "lossless":
+            return f"lossless γ{int(row['gamma'])}" if "gamma" in vary else "lossless"
+        parts = [str(row[f]) if f == "criterion" else f"{prefix[f]}{row[f]:g}" for f in vary]
+        return " ".join(parts) or "DropMatch"
+
+    return pts.apply(one, axis=1) if len(pts) else pd.Series(dtype=str)
+
+
 def _empty(title: str, why: str) -> go.Figure:
     return message_figure(why, title, HEIGHT)
 
@@ -126,10 +141,9 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     pts = g["score"].agg(["mean", "size"]).rename(columns={"mean": "score", "size": "problems"})
     pts["tau"] = g["n_tokens"].sum() / g["target_forwards"].sum()
     pts = pts.reset_index()
-    pts["setting"] = pts.apply(label, axis=1)
-    fig = px.scatter(
-        pts, x="tau", y="score", color="method", color_discrete_map=COLORS, text="setting", hover_data=["problems"]
-    )
+    pts["setting"], pts["short"] = pts.apply(label, axis=1), short_labels(pts)
+    fig = px.scatter(pts, x="tau", y="score", color="method", color_discrete_map=COLORS, text="short",
+                     hover_name="setting", hover_data={"problems": True, "short": False})  # fmt: skip
     fig.update_traces(textposition="top center", marker_size=12)
     pad = max(0.1, 0.2 * (pts["tau"].max() - pts["tau"].min()))  # room for the labels
     fig.update_xaxes(range=[pts["tau"].min() - pad, pts["tau"].max() + pad])
