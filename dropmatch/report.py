@@ -211,7 +211,8 @@ COLUMN_DEFINITIONS = (
 
 def definition(column: str) -> str | None:
     """A column's definition; a per-category column such as "dropmatch tau" takes its metric's."""
-    return COLUMN_DEFINITIONS.get(column) or COLUMN_DEFINITIONS.get(str(column).split()[-1])
+    words = str(column).split()
+    return COLUMN_DEFINITIONS.get(column) or (COLUMN_DEFINITIONS.get(words[-1]) if words else None)
 
 
 def _cell(value) -> str:
