@@ -14,7 +14,7 @@ import pandas as pd
 
 import viz
 from dropmatch import lab
-from dropmatch.config import DecodeConfig
+from dropmatch.config import DecodeConfig, bounded_int
 from dropmatch.criteria import CRITERIA
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
@@ -54,12 +54,9 @@ def gpu(fn=None, *, duration: int = 120):
 # ---- validation and loading ---------------------------------------------------------------------
 def _int(name: str, value, lo: int, hi: int) -> int:
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not number.is_integer() or not lo <= number <= hi:
-        raise gr.Error(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
-    return int(number)
+        return bounded_int(name, value, lo, hi)
+    except ValueError as err:
+        raise gr.Error(str(err)) from None
 
 
 def _float(name: str, value) -> float:

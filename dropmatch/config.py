@@ -9,6 +9,17 @@ MODES = ("or", "replace")
 LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048)}
 
 
+def bounded_int(name: str, value, lo: int, hi: int) -> int:
+    """`value` as an int in [lo, hi] (a whole float or numeric string counts); otherwise a clear ValueError."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number.is_integer() or not lo <= number <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+    return int(number)
+
+
 @dataclass(frozen=True, kw_only=True)
 class DecodeConfig:
     """Everything that decides a trace, besides the models and the prompt.

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dropmatch.config import bounded_int
 from dropmatch.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
 from dropmatch.sweep import (
     CENTRE,
@@ -46,24 +47,14 @@ class Plan:
                 f"up to {self.run['max_new_tokens']} tokens each")  # fmt: skip
 
 
-def _bounded(name: str, value, lo: int, hi: int) -> int:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not number.is_integer() or not lo <= number <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
-    return int(number)
-
-
 def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dict | None = None) -> Plan:
     """Check a live sweep's inputs against LIVE_LIMITS and build its plan (nothing runs, nothing loads)."""
     if suite not in SUITES:
         raise ValueError(f"suite must be one of {', '.join(SUITES)}; got {suite!r}")
     if factor not in FACTORS:
         raise ValueError(f"the varied factor must be one of {', '.join(FACTORS)}; got {factor!r}")
-    n = _bounded("prompts", prompts, *LIVE_LIMITS["prompts"])
-    tokens = _bounded("max new tokens", max_new_tokens, *LIVE_LIMITS["max_new_tokens"])
+    n = bounded_int("prompts", prompts, *LIVE_LIMITS["prompts"])
+    tokens = bounded_int("max new tokens", max_new_tokens, *LIVE_LIMITS["max_new_tokens"])
     grid = {factor: parse_values(values, factor)}
     settings = tuple(design_settings(grid, "ofat"))
     for setting in settings:
