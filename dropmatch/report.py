@@ -248,9 +248,9 @@ def _settings(manifest: dict) -> pd.DataFrame:
 
 
 def _definitions() -> str:
-    names = ["tau", "acceptance_rate", "relaxed_share", "speedup", "first_divergence", "equal_share"]
-    items = {k: DEFINITIONS[k] for k in names if k in DEFINITIONS} | EXTRA_DEFINITIONS
-    return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in items.items()) + "</ul>"
+    names = ["tau", "acceptance_rate", "relaxed_share", "speedup", "first_divergence", "equal_share", "tau_gain",
+             "speedup_cpu", "score"]  # fmt: skip
+    return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(COLUMN_DEFINITIONS[k])}</li>" for k in names) + "</ul>"
 
 
 def _per_category(part: pd.DataFrame) -> pd.DataFrame:
@@ -323,5 +323,6 @@ def write_outputs(out_dir: str | Path) -> pd.DataFrame:
     (out / "figures").mkdir(exist_ok=True)
     for suite, part in df.groupby("suite"):
         for name in relevant(part):
-            FIGURES[name](part).write_html(out / "figures" / f"{suite}_{name}.html", include_plotlyjs="cdn")
+            path = out / "figures" / f"{suite}_{name}.html"  # a stable div id: the same sweep, the same file
+            FIGURES[name](part).write_html(path, include_plotlyjs="cdn", div_id=f"{suite}-{name}")
     return df

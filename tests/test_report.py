@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from dropmatch.report import PAPER, mcnemar_p, paper_comparison, render, write_report
+from dropmatch.report import PAPER, mcnemar_p, paper_comparison, render, write_outputs, write_report
 from dropmatch.sweep import load_sweep
 from viz.sweep import FIGURES, centre, held, label, relevant
 
@@ -130,3 +130,13 @@ def test_report_is_one_self_contained_html_file(table, tmp_path):
     assert text.count('class="plotly-graph-div"') == 4 + 3  # the relevant figures of each suite
     assert "Comparison with the paper" in text and "about +10%" in text
     assert render(table, {}).count("<h2>Suite:") == 2
+
+
+def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
+    import shutil
+
+    shutil.copytree(RECORDED, tmp_path / "sweep")
+    write_outputs(tmp_path / "sweep")
+    first = {p.name: p.read_bytes() for p in (tmp_path / "sweep" / "figures").iterdir()}
+    write_outputs(tmp_path / "sweep")
+    assert first and first == {p.name: p.read_bytes() for p in (tmp_path / "sweep" / "figures").iterdir()}
