@@ -296,10 +296,15 @@ def lab_views(df: pd.DataFrame, note: str, files: list[str]) -> tuple:
     return (note, c["compare"], *plots, c["summary"], files)
 
 
+def recorded_manifest() -> dict:
+    """The recorded sweep's sweep.json: per suite, its run settings and design (empty when there is none)."""
+    path = SWEEP / MANIFEST
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
 def recorded_suites() -> list[str]:
     """Suites of the recorded sweep, the one with the most varied values first (it has the most to show)."""
-    path = SWEEP / MANIFEST
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    manifest = recorded_manifest()
 
     def varied(suite: str) -> int:
         return sum(len(v or []) for v in ((manifest[suite].get("design") or {}).get("grid") or {}).values())
@@ -309,7 +314,7 @@ def recorded_suites() -> list[str]:
 
 def recorded_note(suite: str, df: pd.DataFrame) -> str:
     """Where a recorded sweep's numbers come from: its size, run settings and the machine that timed it."""
-    entry = json.loads((SWEEP / MANIFEST).read_text(encoding="utf-8")).get(suite, {})
+    entry = recorded_manifest().get(suite, {})
     run, env = entry.get("run", {}), (entry.get("design") or {}).get("environment", {})
     settings = df[["method", "gamma", "K", "p_drop", "criterion"]].drop_duplicates()
     machine = f"{env.get('device', '?')}, {env.get('threads', '?')} thread(s), torch {env.get('torch', '?')}"
@@ -319,8 +324,9 @@ def recorded_note(suite: str, df: pd.DataFrame) -> str:
 
 
 def open_recorded_sweep(suite: str) -> tuple:
-    if suite not in recorded_suites():
-        raise gr.Error(f"No recorded sweep named {suite!r}; choose one of {', '.join(recorded_suites()) or 'none'}.")
+    suites = recorded_suites()
+    if suite not in suites:
+        raise gr.Error(f"No recorded sweep named {suite!r}; choose one of {', '.join(suites) or 'none'}.")
     df = load_sweep(SWEEP)
     part = df[df["suite"] == suite]
     return lab_views(part, recorded_note(suite, part), recorded_files())
