@@ -1,14 +1,29 @@
-"""The command line: `generate`, `bench`, `headbench`, `sweep` and `report` (a stable contract other tools rely on)."""
+"""The command line, all of its argparse: `generate`, `bench`, `headbench`, `sweep` and `report` (a stable contract).
+
+Every subcommand validates its input, calls the core or the lab, and prints; bad input is one line on
+stderr and exit code 2, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
-from dropmatch.config import METHODS, MODES, DecodeConfig
-from dropmatch.criteria import CRITERIA
-from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES
+import pandas as pd
+import torch
+import transformers
+
+from dropmatch import metrics
+from dropmatch.config import CRITERION_NAMES, DEFAULT_CRITERION, METHODS, MODES, PAPER_SETTING, DecodeConfig
+from dropmatch.decode import generate
+from dropmatch.lab import bench, headbench, report, suites, sweep
+from dropmatch.lab.paper import HEAD_COST_MS
+from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,13 +33,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _arg(parse: Callable[[str], object]):
+    """An argparse `type` from a parser that raises ValueError: bad input -> one-line error, exit code 2."""
+
+    def wrapped(text: str):
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return wrapped
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+# ---- generate ----------------------------------------------------------------------------------
 def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=DEFAULT_TARGET, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--draft", default=DEFAULT_DRAFT, help="hub id, local path, or 'embedded' (default)")
-    p.add_argument("--gamma", type=int, default=5, help="draft tokens per round")
-    p.add_argument("--k", type=int, default=5, help="dropout paths K")
-    p.add_argument("--p-drop", type=float, default=0.3, help="dropout rate on the LM-head input")
-    p.add_argument("--criterion", default="js+majority", choices=list(CRITERIA))
+    p.add_argument("--gamma", type=int, default=PAPER_SETTING["gamma"], help="draft tokens per round")
+    p.add_argument("--k", type=int, default=PAPER_SETTING["K"], help="dropout paths K")
+    p.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="dropout rate on the LM-head input")
+    p.add_argument("--criterion", default=DEFAULT_CRITERION, choices=CRITERION_NAMES)
     p.add_argument("--mode", default="or", choices=MODES)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -51,46 +85,171 @@ def decode_config(args: argparse.Namespace, method: str, evidence: bool = False)
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from dropmatch import metrics
-    from dropmatch.decode import generate
-    from dropmatch.models import load_pair
-
     config = decode_config(args, args.method, evidence=args.evidence)
     pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
     trace = generate(pair, args.prompt, config, chat=args.chat)
     m = metrics.compute(trace)
     print(trace.text)
     print("---")
-    for key in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "target_forwards", "draft_forwards", "histogram", "relaxed_share"):
+    shown = ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "target_forwards", "draft_forwards", "histogram",
+             "relaxed_share")  # fmt: skip
+    for key in shown:
         value = m[key]
         print(f"{key:>16}: {round(value, 3) if isinstance(value, float) else value}")
     if args.json:
-        out = {"config": trace.config, "text": trace.text, "token_ids": trace.token_ids,
-               "records": trace.to_dict()["records"], "rounds": trace.to_dict()["rounds"],
-               "target_id": trace.target_id, "draft_id": trace.draft_id, "prompt": trace.prompt,
-               "n_prompt_tokens": trace.n_prompt_tokens, "finish": trace.finish, "metrics": m}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, ensure_ascii=False)
+            json.dump(trace.to_dict() | {"metrics": m}, f, ensure_ascii=False)
     return 0
+
+
+# ---- bench and headbench -------------------------------------------------------------------------
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.temperature != 0:
+        raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
+    prompts = suites.load_suite(args.prompts, args.limit)
+    pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
+    configs = {m: decode_config(args, m) for m in METHODS}
+    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens)
+    table = bench.summarise(df)
+    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
+        print(f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
+              f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}")  # fmt: skip
+        print(table.to_string())
+        print("tau pooled over prompts (N / T, bonus included); tokens/s and speedups: mean over prompts; "
+              "overhead_share: time in dropout paths + criteria / round time")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps({"config": vars(args) | {"func": None},
+                                               "summary": table.reset_index().to_dict(orient="records"),
+                                               "rows": df.to_dict(orient="records")}, indent=1, default=str))  # fmt: skip
+    return 0
+
+
+def _cmd_headbench(args: argparse.Namespace) -> int:
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda asked for, but no CUDA device is available")
+    dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[args.dtype]
+    table = headbench.run_headbench(args.hidden, args.vocab, args.k, args.positions, args.device, dtype,
+                                    args.p_drop, args.repeat, sparse=not args.no_sparse)  # fmt: skip
+    print(f"hidden={args.hidden} vocab={args.vocab} K={args.k} positions={args.positions} "
+          f"device={args.device} dtype={args.dtype} (median of {args.repeat})")  # fmt: skip
+    print(table.to_string(float_format="{:.3f}".format))
+    print("paper, Table 4 (70B head on A100): " + ", ".join(f"{k} {v} ms" for k, v in HEAD_COST_MS.items()))
+    return 0
+
+
+# ---- sweep and report -----------------------------------------------------------------------------
+def _environment(args) -> dict:
+    """Where the timings come from: library versions, device, threads, niceness, CPU count."""
+    usable = sorted(os.sched_getaffinity(0))
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
+            "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
+            "threads": torch.get_num_threads(), "cpus": usable, "nice": os.nice(0)}  # fmt: skip
+
+
+def _cmd_sweep(args) -> int:
+    """Validate everything, load the pair only if cells are pending, run them, write table and figures."""
+    torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))  # never more threads than usable CPUs
+    items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
+    grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
+    settings = sweep.design_settings(grid, args.design, args.methods, args.centre)
+    for s in settings:
+        s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
+    run = {"max_new_tokens": args.max_new_tokens, "seed": args.seed, "dtype": args.dtype,
+           "target_id": args.target, "draft_id": args.draft}  # fmt: skip
+    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods,
+              "environment": _environment(args)}  # fmt: skip
+    sweep.check_manifest(args.out, suite, run, design)
+    todo = sweep.pending(args.out, suite, items, settings)
+    print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")
+    if todo:
+        pair = load_pair(args.target, args.draft, args.dtype, args.device)
+        sweep.make_runner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
+        runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout)
+        sweep.run_sweep(items, settings, args.out, suite, run, runner)
+    df = report.write_outputs(args.out)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(report.summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
+    return 0
+
+
+def _cmd_report(args) -> int:
+    path = report.write_report(args.source, args.out)
+    print(f"report written to {path}")
+    return 0
+
+
+# ---- the parser -----------------------------------------------------------------------------------
+def _add_generate(sub) -> None:
+    gen = sub.add_parser("generate", help="decode one prompt and print the text and metrics")
+    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--method", default="dropmatch", choices=METHODS)
+    gen.add_argument("--json", default=None, help="write the trace (config, text, ids, records, rounds) and metrics here")
+    gen.add_argument("--evidence", action="store_true", help="compute the K paths at every position (for display)")
+    _add_decode_args(gen)
+    gen.set_defaults(func=_cmd_generate)
+
+
+def _add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="compare target-only, lossless, DropMatch and assisted generation")
+    p.add_argument("--prompts", required=True, help="a suite: JSONL (id, category, prompt[, chat]) or 'humaneval'")
+    p.add_argument("--limit", type=int, default=None, help="first N prompts only")
+    p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
+    _add_decode_args(p)
+    p.set_defaults(func=_cmd_bench)
+
+
+def _add_headbench(sub) -> None:
+    p = sub.add_parser("headbench", help="time K-path LM-head products and criteria on random weights")
+    p.add_argument("--hidden", type=int, default=8192)
+    p.add_argument("--vocab", type=int, default=128256)
+    p.add_argument("--k", type=int, default=PAPER_SETTING["K"])
+    p.add_argument("--positions", type=int, default=6, help="verify positions per round (gamma + 1)")
+    p.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
+    p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--no-sparse", action="store_true", help="skip the sparse-complement form (it copies W transposed)")
+    p.set_defaults(func=_cmd_headbench)
+
+
+def _add_sweep(sub) -> None:
+    def values(factor: str):
+        return _arg(lambda t: sweep.parse_values(t, factor))
+
+    p = sub.add_parser("sweep", help="run a resumable parameter sweep over a prompt suite",
+                       description=sweep.__doc__.splitlines()[0])  # fmt: skip
+    p.add_argument("--suite", required=True, help="a JSONL suite file (id, category, prompt[, chat]) or 'humaneval'")
+    p.add_argument("--p-drop", type=values("p_drop"), help="dropout rates, e.g. 0,0.1,0.3 (default: the centre)")
+    p.add_argument("--k", dest="K", type=values("K"), help="dropout path counts, e.g. 1,3,5,8")
+    p.add_argument("--gamma", type=values("gamma"), help="draft lengths, e.g. 3,5,8")
+    p.add_argument("--criterion", type=values("criterion"), help="acceptance criteria, e.g. js+majority,naive")
+    p.add_argument("--methods", type=values("method"), default=list(sweep.METHODS), help="lossless,dropmatch (default)")
+    p.add_argument("--design", choices=("ofat", "grid"), default="ofat",
+                   help="ofat: one factor at a time around the centre (default); grid: full cross product")  # fmt: skip
+    p.add_argument("--centre", type=_arg(sweep.parse_centre), default=dict(PAPER_SETTING),
+                   help="e.g. gamma=5,K=5,p_drop=0.3 (the default)")  # fmt: skip
+    p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
+    p.add_argument("--max-new-tokens", type=_positive, default=64)
+    p.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
+    p.add_argument("--target", default=DEFAULT_TARGET)
+    p.add_argument("--draft", default=DEFAULT_DRAFT)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
+    p.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
+    p.add_argument("--out", required=True, help="sweep directory (created; reruns resume it)")
+    p.set_defaults(func=_cmd_sweep)
+    r = sub.add_parser("report", help="turn a sweep directory into one self-contained HTML report")
+    r.add_argument("--from", dest="source", required=True, help="a sweep directory")
+    r.add_argument("--out", default=None, help="the HTML file (default: DIR/report.html)")
+    r.set_defaults(func=_cmd_report)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dropmatch", description="DropMatch speculative decoding")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    gen = sub.add_parser("generate", help="decode one prompt and print the text and metrics")
-    gen.add_argument("--prompt", required=True)
-    gen.add_argument("--method", default="dropmatch", choices=METHODS)
-    gen.add_argument("--json", default=None, help="write config, text, token_ids, records, metrics here")
-    gen.add_argument("--evidence", action="store_true", help="compute the K paths at every position (for display)")
-    _add_decode_args(gen)
-    gen.set_defaults(func=_cmd_generate)
-
-    from dropmatch import bench, headbench, sweep
-
-    bench.add_parser(sub, _add_decode_args)
-    headbench.add_parser(sub)
-    sweep.add_parsers(sub)  # sweep, report
+    for add in (_add_generate, _add_bench, _add_headbench, _add_sweep):
+        add(sub)
     return parser
 
 

@@ -1,4 +1,8 @@
-"""One frozen, validated configuration for a decoding run (method, draft length, dropout paths, criterion)."""
+"""Every shared constant once, and one frozen, validated configuration for a decoding run.
+
+Importing this module pulls in no torch: the command line, the lab and the app read their choices
+(methods, modes, criteria, limits, the paper's setting) from here.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,44 @@ from dataclasses import asdict, dataclass
 
 METHODS = ("target", "lossless", "dropmatch")
 MODES = ("or", "replace")
-LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048)}
+# The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
+CRITERION_NAMES = ("js+majority", "js", "majority", "majority-strict", "naive")
+DEFAULT_CRITERION = CRITERION_NAMES[0]  # paper Algorithm 1
+# Inclusive integer ranges. seed: what torch.Generator.manual_seed takes once the seed is mixed with the
+# round and position (see decode.position_generator), so every seed in range decodes.
+LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048), "seed": (0, 2**31 - 1), "top_n": (1, 50)}
+MAX_TEMPERATURE = 5.0
+# The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
+PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
+FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a sweep can vary, in the order OFAT walks them
 
 
 def bounded_int(name: str, value, lo: int, hi: int) -> int:
     """`value` as an int in [lo, hi] (a whole float or numeric string counts); otherwise a clear ValueError."""
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = float("nan")
-    if not number.is_integer() or not lo <= number <= hi:
+    if isinstance(value, bool) or not number.is_integer() or not lo <= number <= hi:
         raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
     return int(number)
+
+
+def bounded_float(name: str, value, lo: float, hi: float, *, hi_open: bool = False) -> float:
+    """`value` as a finite float in [lo, hi] (or [lo, hi)); otherwise a clear ValueError."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    inside = lo <= number < hi if hi_open else lo <= number <= hi
+    if isinstance(value, bool) or not inside:  # NaN fails every comparison
+        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}{')' if hi_open else ']'}; got {value!r}")
+    return number
+
+
+def sampling_temperature(temperature: float) -> float:
+    """The temperature distributions are compared at: greedy decoding (T = 0) still compares T = 1 softmaxes."""
+    return temperature if temperature > 0 else 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,8 +57,8 @@ class DecodeConfig:
     method: `target` (target-only reference), `lossless` (standard speculative decoding) or
         `dropmatch` (K dropout paths on the target's LM head decide semantic acceptance).
     gamma: draft tokens proposed per round. K, p_drop: dropout paths and their rate.
-    criterion: a name in `dropmatch.criteria.CRITERIA`. mode: `or` accepts a draft token when the
-        lossless test OR the criterion accepts it; `replace` uses the criterion alone.
+    criterion: a name in CRITERION_NAMES. mode: `or` accepts a draft token when the lossless test OR
+        the criterion accepts it; `replace` uses the criterion alone.
     temperature: 0 is greedy; > 0 samples (lossless uses rejection sampling).
     evidence: compute the K paths at every drafted position and record top-N distributions for
         display; when False, paths are computed only where the decision needs them (faster, the same
@@ -36,10 +66,10 @@ class DecodeConfig:
     """
 
     method: str = "dropmatch"
-    gamma: int = 5
-    K: int = 5
-    p_drop: float = 0.3
-    criterion: str = "js+majority"
+    gamma: int = PAPER_SETTING["gamma"]
+    K: int = PAPER_SETTING["K"]
+    p_drop: float = PAPER_SETTING["p_drop"]
+    criterion: str = DEFAULT_CRITERION
     mode: str = "or"
     temperature: float = 0.0
     max_new_tokens: int = 64
@@ -48,24 +78,15 @@ class DecodeConfig:
     top_n: int = 10
 
     def __post_init__(self) -> None:
-        from dropmatch.criteria import CRITERIA
-
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
-        if self.criterion not in CRITERIA:
-            raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}; got {self.criterion!r}")
+        for name, allowed in (("method", METHODS), ("mode", MODES), ("criterion", CRITERION_NAMES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         for name, (lo, hi) in LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
-        if not 0.0 <= self.p_drop < 1.0:
-            raise ValueError(f"p_drop must lie in [0, 1); got {self.p_drop!r}")
-        if not 0.0 <= self.temperature <= 5.0:
-            raise ValueError(f"temperature must lie in [0, 5]; got {self.temperature!r}")
-        if not 1 <= self.top_n <= 50:
-            raise ValueError(f"top_n must lie in [1, 50]; got {self.top_n!r}")
+        bounded_float("p_drop", self.p_drop, 0.0, 1.0, hi_open=True)
+        bounded_float("temperature", self.temperature, 0.0, MAX_TEMPERATURE)
 
     def to_dict(self) -> dict:
         return asdict(self)

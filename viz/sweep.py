@@ -12,10 +12,10 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from dropmatch.sweep import CENTRE
+from dropmatch.config import FACTORS, PAPER_SETTING
+from dropmatch.metrics import pooled_tau
 from viz.theme import METHOD_COLORS, message_figure, style
 
-FACTORS = ("gamma", "K", "p_drop", "criterion")
 HEIGHT = 420
 COLORS = {"lossless": METHOD_COLORS["lossless"], "dropmatch": METHOD_COLORS["DropMatch"]}
 LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
@@ -28,7 +28,7 @@ def centre(df: pd.DataFrame) -> dict:
     if dm.empty:
         return {}
     modes = {f: list(dm[f].mode()) for f in FACTORS}
-    return {f: CENTRE[f] if CENTRE[f] in modes[f] else modes[f][0] for f in FACTORS}
+    return {f: PAPER_SETTING[f] if PAPER_SETTING[f] in modes[f] else modes[f][0] for f in FACTORS}
 
 
 def label(row) -> str:
@@ -139,7 +139,7 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     keys = ["method", "gamma", "K", "p_drop", "criterion"]
     g = scored.groupby(keys, dropna=False)
     pts = g["score"].agg(["mean", "size"]).rename(columns={"mean": "score", "size": "problems"})
-    pts["tau"] = g["n_tokens"].sum() / g["target_forwards"].sum()
+    pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))
     pts = pts.reset_index()
     pts["setting"], pts["short"] = pts.apply(label, axis=1), short_labels(pts)
     fig = px.scatter(pts, x="tau", y="score", color="method", color_discrete_map=COLORS, text="short",
@@ -186,7 +186,7 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
     g = rows.groupby(keys, dropna=False)
     pts = g["equal_share"].median().rename("equal_share").to_frame()
     pts["first_divergence"] = g["first_divergence"].median()
-    pts["tau"] = g["n_tokens"].sum() / g["target_forwards"].sum()
+    pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))
     pts["prompts"] = g.size()
     pts = pts.reset_index()
     c = centre(df)

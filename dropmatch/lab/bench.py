@@ -7,22 +7,20 @@ over prompts divided by the baseline's).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import time
-from pathlib import Path
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
 from dropmatch import metrics
+from dropmatch.config import METHODS as DECODE_METHODS
 from dropmatch.decode import generate
+from dropmatch.lab.suites import SuiteItem
 from dropmatch.models import ModelPair, encode_prompt
-from dropmatch.suites import SuiteItem, load_suite
 
-METHODS = ("target", "lossless", "dropmatch", "assisted")
+METHODS = (*DECODE_METHODS, "assisted")  # the decoder's methods and transformers' assisted generation
 
 
 def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tokens: int) -> dict:
@@ -74,9 +72,7 @@ def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: i
             rows.append({"prompt": item.id, "category": item.category, "method": method, **{
                 k: m[k] for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share")}})
         for row in rows[-len(METHODS):]:
-            ref, mine = outputs["lossless"], outputs[row["method"]]
-            n = min(len(ref), len(mine))
-            row["equal_to_lossless"] = sum(a == b for a, b in zip(ref, mine)) / n if n else 1.0
+            row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs["lossless"])[1]
     return pd.DataFrame(rows)
 
 
@@ -85,7 +81,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(forwards=df["n_tokens"] / df["tau"])
     g = df.groupby("method", sort=False)
     out = pd.DataFrame({
-        "tau": g["n_tokens"].sum() / g["forwards"].sum(),
+        "tau": g.apply(lambda rows: metrics.pooled_tau(rows["n_tokens"], rows["forwards"])),
         "acceptance_rate": g["acceptance_rate"].mean(),
         "tokens_per_s": g["tokens_per_s"].mean(),
         "equal_to_lossless": g["equal_to_lossless"].mean(),
@@ -94,36 +90,3 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     out.insert(3, "speedup_vs_target", out["tokens_per_s"] / out.loc["target", "tokens_per_s"])
     out.insert(4, "speedup_vs_lossless", out["tokens_per_s"] / out.loc["lossless", "tokens_per_s"])
     return out
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from dropmatch.cli import decode_config
-    from dropmatch.models import load_pair
-
-    if args.temperature != 0:
-        raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
-    prompts = load_suite(args.prompts, args.limit)
-    pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
-    configs = {m: decode_config(args, m) for m in ("target", "lossless", "dropmatch")}
-    df = run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens)
-    table = summarise(df)
-    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
-        print(f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
-              f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}")
-        print(table.to_string())
-        print("tau pooled over prompts (N / T, bonus included); tokens/s and speedups: mean over prompts; "
-              "overhead_share: time in dropout paths + criteria / round time")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"config": vars(args) | {"func": None},
-                                               "summary": table.reset_index().to_dict(orient="records"),
-                                               "rows": df.to_dict(orient="records")}, indent=1, default=str))
-    return 0
-
-
-def add_parser(sub, add_decode_args) -> None:
-    p = sub.add_parser("bench", help="compare target-only, lossless, DropMatch and assisted generation")
-    p.add_argument("--prompts", required=True, help="a suite: JSONL with id, category, prompt[, chat] per line, or 'humaneval'")
-    p.add_argument("--limit", type=int, default=None, help="first N prompts only")
-    p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
-    add_decode_args(p)
-    p.set_defaults(func=_cmd_bench)

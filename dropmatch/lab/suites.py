@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_SUITE = ASSETS / "suites" / "mini_spec_bench.jsonl"
 HUMANEVAL = "humaneval"
 # Where a HumanEval completion ends: the function body is over once a new top-level statement starts.

@@ -1,6 +1,6 @@
 """Small live sweeps for the app's Analysis tab: a checked plan within set limits, run cell by cell.
 
-A live sweep is an ordinary sweep (`dropmatch.sweep`): one factor varied around the paper's setting, lossless
+A live sweep is an ordinary sweep (`dropmatch.lab.sweep`): one factor varied around the paper's setting, lossless
 once per gamma, over a few prompts spread across the suite's categories. Limits keep it to minutes on a CPU;
 the command line (`python -m dropmatch sweep`) has none. Every bad input is a ValueError with a clear message.
 """
@@ -11,18 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dropmatch.config import bounded_int
-from dropmatch.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
-from dropmatch.sweep import (
-    CENTRE,
-    FACTORS,
-    Setting,
-    check_manifest,
-    design_settings,
-    iter_sweep,
-    make_runner,
-    parse_values,
-)
+from dropmatch.config import FACTORS, PAPER_SETTING, bounded_int
+from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
+from dropmatch.lab.sweep import Runner, Setting, check_manifest, design_settings, iter_sweep, make_runner, parse_values
 
 SUITES = {"mini_spec_bench": DEFAULT_SUITE, HUMANEVAL: HUMANEVAL}
 LIVE_LIMITS = {"prompts": (1, 8), "max_new_tokens": (8, 256), "cells": 32, "tokens": 2048}
@@ -70,9 +61,13 @@ def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dic
     return result
 
 
-def run_live(p: Plan, pair, out_dir: str | Path, runner=None) -> Iterator[tuple[int, int, dict]]:
-    """Run the plan in `out_dir` with the loaded pair, yielding (finished, total, row) after each cell."""
-    design = {"design": "ofat", "centre": dict(CENTRE), "grid": p.grid, "methods": ["lossless", "dropmatch"]}
+def runner_for(p: Plan, pair) -> Runner:
+    """The real cell runner for the plan's run-wide settings on a loaded pair."""
+    return make_runner(pair, p.run["max_new_tokens"], p.run["seed"])
+
+
+def run_live(p: Plan, out_dir: str | Path, runner: Runner) -> Iterator[tuple[int, int, dict]]:
+    """Run the plan in `out_dir` with `runner(item, setting) -> row`, yielding (finished, total, row) after each cell."""
+    design = {"design": "ofat", "centre": dict(PAPER_SETTING), "grid": p.grid, "methods": ["lossless", "dropmatch"]}
     check_manifest(out_dir, p.suite, p.run, design)
-    runner = runner or make_runner(pair, p.run["max_new_tokens"], p.run["seed"])
     yield from iter_sweep(list(p.items), list(p.settings), out_dir, p.suite, p.run, runner)

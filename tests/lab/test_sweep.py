@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 
 import pytest
 
-from dropmatch.suites import DEFAULT_SUITE, SuiteItem, load_suite
-from dropmatch.sweep import (
+from dropmatch.cli import build_parser
+from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite
+from dropmatch.lab.sweep import (
     CELLS,
     COLUMNS,
     DERIVED,
     Setting,
-    add_parsers,
     check_manifest,
     design_settings,
-    divergence,
+    ids_divergence,
     load_sweep,
     make_runner,
     parse_centre,
@@ -170,7 +169,7 @@ def test_tidy_table_schema_and_comparisons(tmp_path):
     ],
 )
 def test_divergence(a, b, first, share):
-    got_first, got_share = divergence(a, b)
+    got_first, got_share = ids_divergence(a, b)
     assert math.isnan(got_first) if first is None else got_first == first
     assert math.isnan(got_share) if share is None else got_share == pytest.approx(share)
 
@@ -206,8 +205,7 @@ def test_real_runner_on_the_tiny_pair(tiny_pair, tmp_path):
 
 
 def test_cli_parsers_reject_bad_grids_with_exit_code_2(capsys):
-    parser = argparse.ArgumentParser(prog="dropmatch")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
+    parser = build_parser()
     args = parser.parse_args(["sweep", "--suite", "humaneval", "--p-drop", "0,0.1", "--k", "1,5", "--out", "x"])
     assert args.p_drop == [0.0, 0.1] and args.K == [1, 5] and args.design == "ofat" and callable(args.func)
     assert parser.parse_args(["report", "--from", "d"]).source == "d"
@@ -222,13 +220,12 @@ def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, mon
     import shutil
     from pathlib import Path
 
-    import dropmatch.models
+    import dropmatch.cli
 
     out = tmp_path / "sweep"
-    shutil.copytree(Path(__file__).parent / "data" / "sweep_small", out)
-    monkeypatch.setattr(dropmatch.models, "load_pair", lambda *a, **k: pytest.fail("no cell is pending"))
-    parser = argparse.ArgumentParser(prog="dropmatch")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
+    shutil.copytree(Path(__file__).parents[1] / "data" / "sweep_small", out)
+    monkeypatch.setattr(dropmatch.cli, "load_pair", lambda *a, **k: pytest.fail("no cell is pending"))
+    parser = build_parser()
     grid = ["--p-drop", "0,0.3", "--k", "1,5", "--gamma", "3,5", "--limit", "3", "--max-new-tokens", "16"]
     args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid, "--out", str(out)])
     assert args.func(args) == 0

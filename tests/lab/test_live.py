@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dropmatch import lab
-from dropmatch.report import COLUMN_DEFINITIONS, summary, table_html
-from dropmatch.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
-from dropmatch.sweep import CELLS, MANIFEST, load_sweep
+from dropmatch.lab import live as lab
+from dropmatch.lab.report import COLUMN_DEFINITIONS, summary, table_html
+from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
+from dropmatch.lab.sweep import CELLS, MANIFEST, load_sweep
 
 
 def test_spread_takes_categories_round_robin():
@@ -63,7 +63,7 @@ def fake_runner(item, setting):
 
 def test_run_live_yields_every_cell_and_writes_a_sweep(tmp_path):
     p = lab.plan("mini_spec_bench", 2, "K", "1,8", 16)
-    seen = list(lab.run_live(p, None, tmp_path, runner=fake_runner))
+    seen = list(lab.run_live(p, tmp_path, fake_runner))
     assert [(done, total) for done, total, _ in seen] == [(i, p.cells) for i in range(1, p.cells + 1)]
     assert (tmp_path / CELLS).exists() and (tmp_path / MANIFEST).exists()
     df = load_sweep(tmp_path)
@@ -72,7 +72,7 @@ def test_run_live_yields_every_cell_and_writes_a_sweep(tmp_path):
     # tau gain is computed against lossless on the same prompt and gamma
     expected = (2.0 + 0.3 * 8 / 5) / 2.0 - 1
     assert dm.loc[(p.items[0].id, 8), "tau_gain"] == pytest.approx(expected)
-    assert list(lab.run_live(p, None, tmp_path, runner=fake_runner)) == [], "a finished sweep has nothing to redo"
+    assert list(lab.run_live(p, tmp_path, fake_runner)) == [], "a finished sweep has nothing to redo"
 
 
 def test_table_html_puts_each_definition_one_hover_away():
@@ -85,6 +85,6 @@ def test_table_html_puts_each_definition_one_hover_away():
 
 def test_every_summary_column_has_a_definition(tmp_path):
     p = lab.plan("mini_spec_bench", 1, "p_drop", "0.1", 8)
-    list(lab.run_live(p, None, tmp_path, runner=fake_runner))
+    list(lab.run_live(p, tmp_path, fake_runner))
     columns = summary(load_sweep(tmp_path)).columns
     assert [c for c in columns if c not in COLUMN_DEFINITIONS] == []

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from dropmatch.suites import (
+from dropmatch.lab.suites import (
     DEFAULT_SUITE,
     HUMANEVAL,
     load_suite,

@@ -1,8 +1,8 @@
 """Presenting a recorded sweep: the summary table, figure files, and one self-contained HTML report.
 
 The report holds the figures, the tables and the comparison with the paper. plotly.js is inlined once, with
-the first figure; the others reuse it, so the file opens offline. The paper's numbers (SPEC §5) and the
-reference measurements (SPEC §5b) appear only as stated comparisons next to what this sweep measured; every
+the first figure; the others reuse it, so the file opens offline. The paper's numbers and the reference
+measurements (dropmatch.lab.paper) appear only as stated comparisons next to what this sweep measured; every
 "this sweep" value is computed from the table.
 """
 
@@ -16,52 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from dropmatch.metrics import DEFINITIONS
-from dropmatch.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
+from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
+from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
+from dropmatch.lab.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
+from dropmatch.metrics import DEFINITIONS, pooled_tau
 from viz.sweep import FIGURES, centre, held, relevant
-
-# (claim, what the paper reports, what the reference implementation measured on the embedded pair)
-PAPER = {
-    "gain5": (
-        "tau gain of DropMatch over lossless, draft length 5",
-        "about +10%",
-        "+43% (tau 3.6 → 5.1, 10 mixed prompts)",
-    ),
-    "gain_long": (
-        "tau gain at the longest draft length",
-        "L = 10: GSM8K 7.62 → 9.20 (+21%), MMLU 5.25 → 6.06 (+15%), IFEval 5.47 → 6.34 (+16%); "
-        "Qwen3-4B/32B MMLU 6.48 → 8.60 (+33%)",
-        "not measured",
-    ),
-    "speedup": (
-        "speedup over lossless (tokens/s on the same prompt and γ)",
-        "1.20x (GSM8K, L = 10), 1.33x (Qwen3 MMLU, L = 10); 4x A100, vLLM",
-        "1.19x dense paths, 1.33x lazy paths (γ 5)",
-    ),
-    "score": ("task score, DropMatch vs lossless", "accuracy within about 1-2 points", "not measured"),
-    "humaneval": ("tau gain on HumanEval", "almost nothing (the paths nearly always agree)", "not measured"),
-    "korean": (
-        "out of distribution (Korean prompts)",
-        "SD + DropMatch keeps tau 5.24 where EAGLE3 falls to 1.46 (Korean MT-bench)",
-        "not measured",
-    ),
-    "p_drop": (
-        "tau over the p_drop sweep at K 5",
-        "no end-to-end sweep; per-head quality falls sharply at p_drop 0.5",
-        "4.3 / 5.0 / 5.1 / 5.3 / 5.3 for p_drop 0.1 … 0.5",
-    ),
-    "K": (
-        "tau over the K sweep at p_drop 0.3",
-        "no K ablation (K = 5 everywhere)",
-        "4.0 / 4.9 / 5.1 / 5.3 for K 1 / 3 / 5 / 8",
-    ),
-    "criterion": (
-        "tau per acceptance criterion at K 5, p_drop 0.3",
-        "js+majority with a draft model; naive on top of EAGLE3 (up to 1.09x more); no criterion ablation",
-        "not measured",
-    ),
-}
-
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score."""
@@ -71,14 +30,14 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                "equal_share", "loadavg"]  # fmt: skip
     out = g[medians].median()
     out.insert(0, "prompts", g.size())
-    out.insert(2, "tau_pooled", g["n_tokens"].sum() / g["target_forwards"].sum())
+    out.insert(2, "tau_pooled", g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"])))
     out["score"] = g["score"].mean()
     order = ["suite", "gamma", "method", "K", "p_drop", "criterion"]  # lossless before DropMatch at each gamma
     return out.reset_index().sort_values(order, ascending=[True, True, False, True, True, True], ignore_index=True)
 
 
 def _pooled(rows: pd.DataFrame) -> float:
-    return rows["n_tokens"].sum() / rows["target_forwards"].sum() if len(rows) else float("nan")
+    return pooled_tau(rows["n_tokens"], rows["target_forwards"])
 
 
 def _at(df: pd.DataFrame, method: str, **factors) -> pd.DataFrame:
@@ -166,7 +125,7 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
     rows = [
         (claim, paper, ref, "; ".join(ours[key]) or "not in this sweep") for key, (claim, paper, ref) in PAPER.items()
     ]
-    return pd.DataFrame(rows, columns=["claim", "paper (SPEC §5)", "reference implementation (SPEC §5b)", "this sweep"])
+    return pd.DataFrame(rows, columns=["claim", PAPER_COLUMN, REFERENCE_COLUMN, "this sweep"])
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -202,9 +161,12 @@ COLUMN_DEFINITIONS = (
         "loadavg": "1-minute system load when the cell finished: how contended its timings were",
         "tau_lossless": "tau of lossless on the same prompt and γ",
         "claim": "what is compared",
-        "paper (SPEC §5)": "the paper's reported value (8B→70B, 4B→32B pairs, vLLM, 4x A100), quoted",
-        "reference implementation (SPEC §5b)": "the reference implementation's measurement, embedded pair, quoted",
+        PAPER_COLUMN: "the paper's reported value (8B→70B, 4B→32B pairs, vLLM, 4x A100), quoted",
+        REFERENCE_COLUMN: "a minimal first implementation's measurement on the embedded pair, quoted",
         "this sweep": "computed from this sweep's table",
+        "weights": "the model pair and what its weights are (the embedded pair is 4-bit GGUF, not the bf16 originals)",
+        "target_id": "the target model: a hub id, a local path, or 'embedded'",
+        "draft_id": "the draft model: a hub id, a local path, or 'embedded'",
     }
 )
 
@@ -237,9 +199,11 @@ def _settings(manifest: dict) -> pd.DataFrame:
     """One row per suite: the run-wide settings, the design and the environment the timings come from."""
     rows = []
     for suite, entry in manifest.items():
-        design = entry.get("design") or {}
+        design, run = entry.get("design") or {}, entry.get("run", {})
+        embedded_pair = run.get("target_id") == EMBEDDED_ID and run.get("draft_id") == EMBEDDED_ID
+        weights = EMBEDDED_LABEL if embedded_pair else f"{run.get('target_id')} target, {run.get('draft_id')} draft"
         rows.append(
-            {"suite": suite, **entry.get("run", {}), "design": design.get("design"),
+            {"suite": suite, **run, "weights": weights, "design": design.get("design"),
              "centre": " ".join(f"{k}={v}" for k, v in (design.get("centre") or {}).items()),
              "varied": "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in (design.get("grid") or {}).items() if v),
              "environment": ", ".join(f"{k} {v}" for k, v in (design.get("environment") or {}).items())}

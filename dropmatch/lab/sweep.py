@@ -1,4 +1,4 @@
-"""Parameter sweeps over a prompt suite: grid parsing, designs, a resumable runner, the tidy table, the CLI.
+"""Parameter sweeps over a prompt suite: grid parsing, designs, a resumable runner, the tidy table.
 
 A sweep runs every (prompt, setting) cell once. Settings come from a design around a centre (the paper's
 gamma 5, K 5, p_drop 0.3): `ofat` varies one factor at a time, `grid` takes the full cross product; lossless
@@ -9,7 +9,6 @@ speedup, tau gain and lossiness joined from the lossless row of the same prompt 
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
@@ -22,13 +21,13 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dropmatch.config import LIMITS, DecodeConfig
-from dropmatch.suites import SuiteItem
+from dropmatch.config import CRITERION_NAMES, FACTORS, LIMITS, PAPER_SETTING, DecodeConfig
+from dropmatch.decode import stream
+from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
+from dropmatch.metrics import compute, divergence
 
 CELLS, MANIFEST, TABLE = "cells.jsonl", "sweep.json", "table.csv"
-FACTORS = ("p_drop", "K", "gamma", "criterion")  # the order OFAT walks them in
-CENTRE = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}
-METHODS = ("lossless", "dropmatch")
+METHODS = ("lossless", "dropmatch")  # a sweep's baseline and the method it varies
 METRICS = ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwards", "drafted", "accepted_drafts",
            "head_products", "wall_s", "tokens_per_s", "overhead_share")  # fmt: skip
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion")
@@ -40,16 +39,10 @@ Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -
 
 
 # ---- grids and designs ------------------------------------------------------------------------
-def _criteria() -> tuple[str, ...]:
-    from dropmatch.criteria import CRITERIA
-
-    return tuple(CRITERIA)
-
-
 def _check(factor: str, text: str):
     """One value of a factor, converted and range-checked."""
     if factor in ("criterion", "method"):
-        allowed = _criteria() if factor == "criterion" else METHODS
+        allowed = CRITERION_NAMES if factor == "criterion" else METHODS
         if text not in allowed:
             raise ValueError(f"{factor} {text!r} is not one of {', '.join(allowed)}")
         return text
@@ -76,7 +69,7 @@ def parse_values(text: str, factor: str) -> list:
 
 def parse_centre(text: str) -> dict:
     """Override centre values: "gamma=8,p_drop=0.2" (the rest stay at the paper's setting)."""
-    centre = dict(CENTRE)
+    centre = dict(PAPER_SETTING)
     for part in filter(None, (s.strip() for s in text.split(","))):
         name, sep, value = part.partition("=")
         if not sep or name.strip() not in FACTORS:
@@ -106,7 +99,7 @@ class Setting:
         return DecodeConfig(method=self.method, max_new_tokens=max_new_tokens, seed=seed, **extra)
 
 
-def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: dict = CENTRE) -> list[Setting]:
+def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: dict = PAPER_SETTING) -> list[Setting]:
     """Settings of a design: lossless once per gamma first, then the DropMatch points.
 
     grid maps a factor to its values (a missing factor stays at the centre). `ofat` = the centre plus each
@@ -193,9 +186,6 @@ def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -
 
 def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0) -> Runner:
     """The real cell runner: decode (stopping early at HumanEval's stop sequences), measure, score."""
-    from dropmatch.decode import stream
-    from dropmatch.metrics import compute
-    from dropmatch.suites import score_completion, truncate_completion
 
     def done(trace, item: SuiteItem) -> bool:
         """A HumanEval function is complete once a stop sequence (a new top-level statement) appears."""
@@ -223,14 +213,12 @@ def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0)
 
 
 # ---- the tidy table -------------------------------------------------------------------------------
-def divergence(ids: str, baseline: str) -> tuple[float, float]:
-    """First differing position and share of equal tokens (as metrics.compare), from space-joined ids."""
+def ids_divergence(ids: str, baseline: str) -> tuple[float, float]:
+    """metrics.divergence on the log's space-joined ids; NaN where a row has no baseline (or never diverges)."""
     if not isinstance(ids, str) or not isinstance(baseline, str):
         return float("nan"), float("nan")
-    a, b = ids.split(), baseline.split()
-    n = min(len(a), len(b))
-    first = next((i for i in range(n) if a[i] != b[i]), n if len(a) != len(b) else None)
-    return (float("nan") if first is None else float(first)), (sum(x == y for x, y in zip(a, b)) / n if n else 1.0)
+    first, equal = divergence(ids.split(), baseline.split())
+    return (float("nan") if first is None else float(first)), equal
 
 
 def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
@@ -241,7 +229,7 @@ def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
     df["tau_gain"] = df["tau"] / df["tau_lossless"] - 1
     df["speedup"] = df["tokens_per_s"] / df["tokens_per_s_lossless"]
     df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"]
-    pairs = [divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]
+    pairs = [ids_divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]
     df["first_divergence"], df["equal_share"] = [p[0] for p in pairs], [p[1] for p in pairs]
     return df[[*COLUMNS, *DERIVED]]
 
@@ -251,125 +239,3 @@ def load_sweep(out_dir: str | Path) -> pd.DataFrame:
     if not (Path(out_dir) / CELLS).exists():
         raise ValueError(f"{out_dir} holds no sweep (no {CELLS})")
     return add_comparisons(read_cells(out_dir))
-
-
-# ---- the command line -----------------------------------------------------------------------------
-def _arg(parse: Callable[[str], object]):
-    """An argparse `type` from a parser that raises ValueError: bad input -> one-line error, exit code 2."""
-
-    def wrapped(text: str):
-        try:
-            return parse(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-
-    return wrapped
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-def add_parsers(subparsers) -> None:
-    """Register the `sweep` and `report` subcommands; each sets `func` to a handler returning an exit code."""
-    from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES
-
-    p = subparsers.add_parser("sweep", help="run a resumable parameter sweep over a prompt suite",
-                              description=__doc__.splitlines()[0])  # fmt: skip
-    p.add_argument("--suite", required=True, help="a JSONL suite file (id, category, prompt[, chat]) or 'humaneval'")
-    p.add_argument(
-        "--p-drop",
-        type=_arg(lambda t: parse_values(t, "p_drop")),
-        help="dropout rates, e.g. 0,0.1,0.3 (default: the centre)",
-    )
-    p.add_argument("--k", dest="K", type=_arg(lambda t: parse_values(t, "K")), help="dropout path counts, e.g. 1,3,5,8")
-    p.add_argument("--gamma", type=_arg(lambda t: parse_values(t, "gamma")), help="draft lengths, e.g. 3,5,8")
-    p.add_argument(
-        "--criterion",
-        type=_arg(lambda t: parse_values(t, "criterion")),
-        help="acceptance criteria, e.g. js+majority,naive",
-    )
-    p.add_argument(
-        "--methods",
-        type=_arg(lambda t: parse_values(t, "method")),
-        default=list(METHODS),
-        help="lossless,dropmatch (default)",
-    )
-    p.add_argument("--design", choices=("ofat", "grid"), default="ofat",
-                   help="ofat: one factor at a time around the centre (default); grid: full cross product")  # fmt: skip
-    p.add_argument(
-        "--centre", type=_arg(parse_centre), default=dict(CENTRE), help="e.g. gamma=5,K=5,p_drop=0.3 (the default)"
-    )
-    p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
-    p.add_argument("--max-new-tokens", type=_positive, default=64)
-    p.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
-    p.add_argument("--target", default=DEFAULT_TARGET)
-    p.add_argument("--draft", default=DEFAULT_DRAFT)
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
-    p.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
-    p.add_argument("--out", required=True, help="sweep directory (created; reruns resume it)")
-    p.set_defaults(func=cmd_sweep)
-    r = subparsers.add_parser("report", help="turn a sweep directory into one self-contained HTML report")
-    r.add_argument("--from", dest="source", required=True, help="a sweep directory")
-    r.add_argument("--out", default=None, help="the HTML file (default: DIR/report.html)")
-    r.set_defaults(func=cmd_report)
-
-
-def _environment(args) -> dict:
-    """Where the timings come from: library versions, device, threads, niceness, CPU count."""
-    import platform
-
-    import torch
-    import transformers
-
-    usable = sorted(os.sched_getaffinity(0))
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-            "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
-            "threads": torch.get_num_threads(), "cpus": usable, "nice": os.nice(0)}  # fmt: skip
-
-
-def cmd_sweep(args) -> int:
-    """Validate everything, load the pair only if cells are pending, run them, write table and figures."""
-    import torch
-
-    from dropmatch.suites import load_suite, suite_name
-
-    torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))  # never more threads than usable CPUs
-    items, suite = load_suite(args.suite, args.limit), suite_name(args.suite)
-    grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
-    settings = design_settings(grid, args.design, args.methods, args.centre)
-    for s in settings:
-        s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
-    run = {"max_new_tokens": args.max_new_tokens, "seed": args.seed, "dtype": args.dtype,
-           "target_id": args.target, "draft_id": args.draft}  # fmt: skip
-    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods,
-              "environment": _environment(args)}  # fmt: skip
-    check_manifest(args.out, suite, run, design)
-    todo = pending(args.out, suite, items, settings)
-    print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")
-    if todo:
-        from dropmatch.models import load_pair
-
-        pair = load_pair(args.target, args.draft, args.dtype, args.device)
-        make_runner(pair, 8)(items[0], Setting("lossless", 3))  # warm-up, not recorded
-        run_sweep(
-            items, settings, args.out, suite, run, make_runner(pair, args.max_new_tokens, args.seed, args.timeout)
-        )
-    from dropmatch.report import summary, write_outputs
-
-    df = write_outputs(args.out)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
-    return 0
-
-
-def cmd_report(args) -> int:
-    from dropmatch.report import write_report
-
-    path = write_report(args.source, args.out)
-    print(f"report written to {path}")
-    return 0

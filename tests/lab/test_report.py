@@ -8,11 +8,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from dropmatch.report import PAPER, mcnemar_p, paper_comparison, render, write_outputs, write_report
-from dropmatch.sweep import load_sweep
+from dropmatch.lab.paper import PAPER, PAPER_COLUMN
+from dropmatch.lab.report import mcnemar_p, paper_comparison, render, write_outputs, write_report
+from dropmatch.lab.sweep import load_sweep
 from viz.sweep import FIGURES, centre, held, label, relevant
 
-RECORDED = Path(__file__).parent / "data" / "sweep_small"
+RECORDED = Path(__file__).parents[1] / "data" / "sweep_small"
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
     assert list(comp["claim"]) == [claim for claim, _, _ in PAPER.values()]
     gain = comp.loc[0, "this sweep"]
     assert "mini_spec_bench: γ 5:" in gain and "+10%" not in gain  # ours is measured, the paper's is quoted
-    assert comp.loc[0, "paper (SPEC §5)"] == "about +10%"
+    assert comp.loc[0, PAPER_COLUMN] == "about +10%"
     part = table[table["suite"] == "humaneval"]
     base = part[part["method"] == "lossless"]["score"].mean()
     assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]

@@ -1,0 +1,57 @@
+"""The shared constants and the validated config: ranges, clear errors, and no torch needed to build one."""
+
+import subprocess
+import sys
+
+import pytest
+
+from dropmatch.config import CRITERION_NAMES, LIMITS, DecodeConfig, bounded_float, bounded_int
+from dropmatch.criteria import CRITERIA
+from dropmatch.decode import position_generator
+
+
+def test_the_registry_serves_exactly_the_configured_names():
+    assert tuple(CRITERIA) == CRITERION_NAMES
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"seed": 2**31}, "seed must be an integer in [0, 2147483647]"),
+        ({"seed": -1}, "seed must be an integer"),
+        ({"seed": 10**20}, "seed must be an integer"),
+        ({"gamma": True}, "gamma must be an integer"),
+        ({"K": 33}, "K must be an integer in [1, 32]"),
+        ({"p_drop": float("nan")}, "p_drop must lie in [0, 1)"),
+        ({"p_drop": 1.0}, "p_drop must lie in [0, 1)"),
+        ({"temperature": 5.5}, "temperature must lie in [0, 5]"),
+        ({"criterion": "psychic"}, "criterion must be one of js+majority"),
+        ({"mode": "and"}, "mode must be one of or, replace"),
+    ],
+)
+def test_bad_values_are_clear_errors(kwargs, message):
+    with pytest.raises(ValueError) as err:
+        DecodeConfig(**kwargs)
+    assert message in str(err.value)
+
+
+def test_every_seed_in_range_gives_a_mask_generator():
+    lo, hi = LIMITS["seed"]
+    for seed in (lo, hi):
+        DecodeConfig(seed=seed)
+        position_generator(seed, round_=2048, pos=16)  # the largest round and position a run can reach
+
+
+def test_bounded_helpers():
+    assert bounded_int("n", "7", 1, 9) == 7 and bounded_int("n", 3.0, 1, 9) == 3
+    for bad in ("x", 2.5, None, True, float("inf"), 10):
+        with pytest.raises(ValueError, match=r"n must be an integer in \[1, 9\]"):
+            bounded_int("n", bad, 1, 9)
+    assert bounded_float("p", "0.25", 0, 1) == 0.25
+    with pytest.raises(ValueError, match=r"p must lie in \[0, 1\)"):
+        bounded_float("p", 1, 0, 1, hi_open=True)
+
+
+def test_building_a_config_imports_no_torch():
+    code = "import sys, dropmatch.config as c; c.DecodeConfig(seed=3); assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
