@@ -1,8 +1,8 @@
 """Acceptance rules: the DropMatch criteria registry, the lossless tests, and the one shared prefix rule.
 
 Every criterion has one signature, `criterion(stats: PathStats) -> Verdict`, and returns its decision
-per position together with the component verdicts that explain it (SPEC §2.2). Nothing here loads a
-model or touches the network.
+per position together with the component verdicts that explain it (docs/algorithm.md, "Criteria").
+Nothing here loads a model or touches the network.
 """
 
 from __future__ import annotations
@@ -12,13 +12,18 @@ from typing import Callable
 
 import torch
 
+from dropmatch.config import CRITERION_NAMES
 from dropmatch.heads import PathStats
+
+# The reason a token is accepted, in order of precedence: the lossless test first, then the relaxed
+# components. When several accept, the first one in this order names the reason.
+ACCEPT_REASONS = ("exact", "js", "majority", "naive")
 
 
 @dataclass(frozen=True)
 class Verdict:
     accept: torch.Tensor  # [P] bool
-    components: dict[str, torch.Tensor]  # reason name -> [P] bool, in the order reasons are given
+    components: dict[str, torch.Tensor]  # reason name (one of ACCEPT_REASONS) -> [P] bool
 
 
 def naive(stats: PathStats) -> Verdict:
@@ -52,14 +57,15 @@ def js_majority(stats: PathStats) -> Verdict:
     return Verdict(a.accept | b.accept, {**a.components, **b.components})
 
 
-CRITERIA: dict[str, Callable[[PathStats], Verdict]] = {
-    "js+majority": js_majority,
-    "js": js,
-    "majority": majority,
-    "majority-strict": majority_strict,
-    "naive": naive,
-}
-REASONS = ("exact", "naive", "js", "majority", "rejected", "skipped", "correction", "bonus", "target")
+CRITERIA: dict[str, Callable[[PathStats], Verdict]] = dict(
+    zip(CRITERION_NAMES, (js_majority, js, majority, majority_strict, naive), strict=True)
+)
+
+
+def accept_reason(lossless: bool, components: dict[str, bool]) -> str | None:
+    """Why a position is accepted: the first of ACCEPT_REASONS that holds, or None if none does."""
+    held = {"exact": lossless, **components}
+    return next((r for r in ACCEPT_REASONS if held.get(r)), None)
 
 
 def accepted_length(accepts: torch.Tensor) -> int:

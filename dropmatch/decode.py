@@ -1,30 +1,26 @@
 """The decoding loop: target-only, lossless and DropMatch speculative decoding, streamed round by round.
 
 One round = the draft proposes k tokens, the target verifies them in ONE forward, the accepted prefix and
-one correction or bonus token are emitted, and both KV caches are cut back to the accepted length.
-`stream` yields the growing `Trace` after every round; `generate` runs it to the end.
+one correction or bonus token are emitted, and both KV caches are cut back to the accepted length
+(`Decoder._round` reads as these steps). `stream` yields the growing `Trace` after every round;
+`generate` runs it to the end.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from transformers import DynamicCache
 
-from dropmatch.config import DecodeConfig
-from dropmatch.criteria import (
-    CRITERIA,
-    accepted_length,
-    lossless_greedy,
-    lossless_sampling,
-    residual_sample,
-)
-from dropmatch.evidence import position_evidence, top_union
-from dropmatch.heads import PathStats, dropout_masks, path_logits
+from dropmatch.config import DecodeConfig, sampling_temperature
+from dropmatch.criteria import CRITERIA, accepted_length, lossless_greedy, lossless_sampling, residual_sample
+from dropmatch.heads import PathStats, TargetHead, dropout_masks, path_logits
 from dropmatch.models import ModelPair, encode_prompt
-from dropmatch.trace import RoundRecord, TokenRecord, Trace
+from dropmatch.records import Paths, RoundOutcome, round_records
+from dropmatch.trace import RoundRecord, Trace
 
 
 class _Stage:
@@ -32,10 +28,12 @@ class _Stage:
 
     def __init__(self, model: torch.nn.Module, vocab: int):
         self.body = model.get_decoder()
-        self.head = model.get_output_embeddings()
+        self.head = TargetHead.of(model)
         self.cache = DynamicCache(config=model.config)
+        self.cache.activate_past_recording()  # sliding-window layers keep what a cut may need to restore
         self.vocab = vocab
-        self.device = self.head.weight.device
+        where = model.get_input_embeddings().weight.device  # "meta" when offloaded: accelerate moves inputs
+        self.device = where if where.type != "meta" else torch.device("cpu")
 
     @property
     def length(self) -> int:
@@ -49,14 +47,12 @@ class _Stage:
 
     @torch.inference_mode()
     def logits(self, h: torch.Tensor) -> torch.Tensor:
-        """Unmasked head in float32, padded to the pair's vocabulary with -inf.  # [n, V]"""
-        return pad_vocab(self.head(h).float(), self.vocab)
+        """The model's own head in float32, padded to the pair's vocabulary with -inf.  # [n, V]"""
+        return pad_vocab(self.head(h), self.vocab)
 
     def cut(self, keep: int) -> None:
         """Drop cached positions past `keep` (transformers 5: a negative crop removes that many)."""
-        extra = self.length - keep
-        if extra > 0:
-            self.cache.crop(-extra)
+        self.cache.crop(-max(0, self.length - keep))
 
 
 def pad_vocab(logits: torch.Tensor, vocab: int) -> torch.Tensor:
@@ -71,10 +67,24 @@ def position_generator(seed: int, round_: int, pos: int) -> torch.Generator:
     return torch.Generator().manual_seed((seed * 1_000_003 + round_) * 1_009 + pos)
 
 
-def _sync(device: torch.device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
+class Timer:
+    """Seconds per named step of a round, summed; CUDA work is synchronised at each boundary."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.seconds = device, {"draft": 0.0, "target": 0.0, "paths": 0.0, "criteria": 0.0, "total": 0.0}
+
+    def _now(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    @contextmanager
+    def __call__(self, step: str):
+        start = self._now()
+        try:
+            yield
+        finally:
+            self.seconds[step] += self._now() - start
 
 
 class Decoder:
@@ -82,198 +92,130 @@ class Decoder:
 
     def __init__(self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = ""):
         self.pair, self.cfg = pair, config
-        V = pair.vocab_size
-        self.target = _Stage(pair.target, V)
-        self.draft = _Stage(pair.draft, V) if config.method != "target" else None
+        self.target = _Stage(pair.target, pair.vocab_size)
+        self.draft = _Stage(pair.draft, pair.vocab_size) if config.method != "target" else None
         self.ids = list(prompt_ids)
+        self.T = sampling_temperature(config.temperature)  # distributions are compared at T (1 when greedy)
         self.generator = torch.Generator().manual_seed(config.seed)
-        self.trace = Trace(
-            config=config.to_dict(),
-            target_id=pair.target_id,
-            draft_id=pair.draft_id if self.draft else None,
-            prompt=prompt,
-            n_prompt_tokens=len(prompt_ids),
-        )
-
-    # ---- sampling helpers -------------------------------------------------------------------
-    @property
-    def _t(self) -> float:
-        """Temperature for distributions: greedy decoding still compares T = 1 distributions."""
-        return self.cfg.temperature if self.cfg.temperature > 0 else 1.0
+        draft_id = pair.draft_id if self.draft else None
+        self.trace = Trace(config=config.to_dict(), target_id=pair.target_id, draft_id=draft_id, prompt=prompt,
+                           n_prompt_tokens=len(prompt_ids))  # fmt: skip
 
     def _pick(self, logits: torch.Tensor) -> int:
+        """The next token from logits: argmax when greedy, else a seeded sample at the temperature."""
         if self.cfg.temperature <= 0:
             return int(logits.argmax())
-        probs = torch.softmax(logits.cpu() / self.cfg.temperature, -1)
-        return int(torch.multinomial(probs, 1, generator=self.generator))
+        return int(torch.multinomial(torch.softmax(logits.cpu() / self.T, -1), 1, generator=self.generator))
 
-    # ---- one round ----------------------------------------------------------------------------
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
-        """1. The draft proposes k tokens autoregressively and keeps its full log-distributions q."""
-        tokens, q_logp = [], []
-        if k == 0:
-            return tokens, torch.empty(0)
-        feed = self.ids[self.draft.length :]
+        """The draft proposes k tokens autoregressively and keeps its full log-distributions q.  # [k], [k, V]"""
+        tokens, q_logp, feed = [], [], self.ids[self.draft.length :] if k else []
         for _ in range(k):
-            logits = self.draft.logits(self.draft.hidden(feed)[-1:])[0]
-            q_logp.append(torch.log_softmax(logits / self._t, -1))
+            logits = self.draft.logits(self.draft.hidden(feed)[-1:])[0]  # [V]
+            q_logp.append(torch.log_softmax(logits / self.T, -1))
             tokens.append(self._pick(logits))
             feed = [tokens[-1]]
-        return tokens, torch.stack(q_logp).cpu()  # [k, V]
+        return tokens, torch.stack(q_logp).cpu() if k else torch.empty(0)
 
-    def _paths(self, round_: int, positions: list[int], h: torch.Tensor, d: torch.Tensor, q_logp: torch.Tensor) -> PathStats:
-        """K dropout paths at the given positions: one batched LM-head product.  logits: [P, K, V]"""
+    def _paths(self, round_: int, positions: list[int], h, d, q_logp) -> PathStats:
+        """K dropout paths at the given positions, one batched head product.  logits: [P, K, V]"""
         cfg = self.cfg
         gens = [position_generator(cfg.seed, round_, j) for j in positions]
-        masks = torch.stack([dropout_masks(1, cfg.K, h.shape[-1], cfg.p_drop, g)[0] for g in gens])
+        masks = torch.stack([dropout_masks(1, cfg.K, h.shape[-1], cfg.p_drop, g)[0] for g in gens])  # [P, K, H]
         with torch.inference_mode():
-            logits = path_logits(h[positions], self.target.head.weight, masks.to(h.device), cfg.p_drop)
-        return PathStats(
-            logits=pad_vocab(logits, self.target.vocab).cpu(),
-            draft=d[positions],
-            q_logprobs=q_logp[positions],
-            temperature=cfg.temperature,
-            generators=tuple(gens),
-        )
+            logits = path_logits(h[positions], self.target.head, masks, cfg.p_drop)
+        return PathStats(logits=pad_vocab(logits, self.target.vocab).cpu(), draft=d[positions],
+                         q_logprobs=q_logp[positions], temperature=cfg.temperature, generators=tuple(gens))  # fmt: skip
 
-    def _decide(self, round_: int, d, h, q_logp, lossless) -> tuple[list[bool], dict[int, tuple[PathStats, int, dict]], float, float]:
-        """3-4. Per-position decisions: lossless alone, or OR / replace with the DropMatch criterion.
+    def _relax(self, round_: int, d, h, q_logp, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
+        """Per-position decisions with the criterion (OR with lossless, or replacing it), and the paths used
+        ({position: Paths}).
 
-        Returns accepts, {position: (stats, row, components)}, seconds in path products, seconds in criteria.
-        Lazy (the default) computes paths only where the decision needs them; `evidence` computes all.
+        Lazy (the default) computes paths only where the decision needs them, in order, until the accepted
+        prefix ends; `evidence` computes every position in one batched product. Same decisions either way.
         """
         cfg, k = self.cfg, len(d)
-        accepts = [bool(x) for x in lossless.tolist()]
-        found: dict[int, tuple[PathStats, int, dict]] = {}
-        t_paths = t_crit = 0.0
+        accepts, found = list(lossless), {}
         if cfg.method != "dropmatch" or k == 0:
-            return accepts, found, t_paths, t_crit
-        criterion = CRITERIA[cfg.criterion]
-        if cfg.evidence:  # every position in one batched product
-            groups = [list(range(k))]
-        else:  # one position at a time, in order, skipping what exact match already accepts (OR mode)
-            groups = [[j] for j in range(k) if not (cfg.mode == "or" and accepts[j])]
+            return accepts, found
+        groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (cfg.mode == "or" and lossless[j])]
         for positions in groups:
-            t0 = _sync(self.target.device)
-            stats = self._paths(round_, positions, h, d, q_logp)
-            t1 = _sync(self.target.device)
-            verdict = criterion(stats)
-            hits = verdict.accept.tolist()
-            t_paths, t_crit = t_paths + t1 - t0, t_crit + time.perf_counter() - t1
+            with timer("paths"):
+                stats = self._paths(round_, positions, h, d, q_logp)
+            with timer("criteria"):
+                verdict = CRITERIA[cfg.criterion](stats)
+                hits = verdict.accept.tolist()
             for row, j in enumerate(positions):
-                comps = {name: bool(v[row]) for name, v in verdict.components.items()}
-                found[j] = (stats, row, comps)
-                accepts[j] = (accepts[j] or hits[row]) if cfg.mode == "or" else hits[row]
+                found[j] = Paths(stats, row, {name: bool(v[row]) for name, v in verdict.components.items()})
+                accepts[j] = (lossless[j] or hits[row]) if cfg.mode == "or" else hits[row]
             if not cfg.evidence and not accepts[positions[0]]:
                 break  # the accepted prefix ends here: later positions cannot matter
-        return accepts, found, t_paths, t_crit
+        return accepts, found
 
-    def _round(self) -> None:
-        cfg, t_idx = self.cfg, len(self.trace.rounds)
-        start = _sync(self.target.device)
-        remaining = cfg.max_new_tokens - len(self.trace.token_ids)
-        k = 0 if self.draft is None else min(cfg.gamma, remaining - 1)
-        drafts, q_logp = self._draft(k)
-        t_draft = _sync(self.target.device) - start
-
-        # 2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
-        t0 = time.perf_counter()
-        h = self.target.hidden(self.ids[self.target.length :] + drafts)[-(k + 1) :]  # [k+1, H]
-        z = self.target.logits(h).cpu()  # [k+1, V]
-        t_target = _sync(self.target.device) - t0
-
-        # 3. The lossless test at every draft position.
-        d = torch.tensor(drafts, dtype=torch.long)
-        p = torch.softmax(z / self._t, -1)  # [k+1, V]
-        q = q_logp.exp()  # [k, V]
-        if k == 0:
-            lossless = torch.zeros(0, dtype=torch.bool)
-        elif cfg.temperature <= 0:
-            lossless = lossless_greedy(d, z[:k])
-        else:
-            lossless = lossless_sampling(d, p[:k], q, self.generator)
-
-        # 4. DropMatch: K dropout paths where needed, the criterion, OR / replace.
-        accepts, found, t_paths, t_crit = self._decide(t_idx, d, h, q_logp, lossless)
-        a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0
-
-        # 5. Correction (first rejected position) or bonus (all accepted) from the unmasked head.
-        if a < k:
-            extra = int(z[a].argmax()) if cfg.temperature <= 0 else residual_sample(p[a], q[a], self.generator)
-            extra_kind = "correction"
-        else:
-            extra = self._pick(z[k])
-            extra_kind = "bonus" if self.draft is not None else "target"
-
-        # 6. Cut at EOS or the length limit, record, and cut both caches back.
-        emitted = []
-        for tok in drafts[:a] + [extra]:
-            if len(self.trace.token_ids) + len(emitted) >= cfg.max_new_tokens:
-                break
-            emitted.append(tok)
+    def _emit(self, tokens: list[int]) -> list[int]:
+        """The round's tokens up to and including an end token, within max_new_tokens."""
+        room = self.cfg.max_new_tokens - len(self.trace.token_ids)
+        out = []
+        for tok in tokens[: max(0, room)]:
+            out.append(tok)
             if tok in self.pair.eos_ids:
                 break
-        self._record(t_idx, drafts, a, extra, extra_kind, emitted, lossless, found, z, p, q)
-        self.ids += emitted
-        self.target.cut(len(self.ids) - 1)
-        if self.draft is not None:
-            self.draft.cut(len(self.ids) - 1)
-        n_paths = len(found)
+        return out
+
+    def _round(self) -> None:
+        cfg, t, timer = self.cfg, len(self.trace.rounds), Timer(self.target.device)
+        with timer("total"):
+            # 1. Draft: k tokens d_1..d_k and the draft's distributions q (none for target-only decoding).
+            k = 0 if self.draft is None else min(cfg.gamma, cfg.max_new_tokens - len(self.trace.token_ids) - 1)
+            with timer("draft"):
+                drafts, q_logp = self._draft(k)  # [k], [k, V]
+            # 2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
+            with timer("target"):
+                h = self.target.hidden(self.ids[self.target.length :] + drafts)[-(k + 1) :]  # [k+1, H]
+                z = self.target.logits(h).cpu()  # [k+1, V]
+            d = torch.tensor(drafts, dtype=torch.long)  # [k]
+            p, q = torch.softmax(z / self.T, -1), q_logp.exp()  # [k+1, V], [k, V]
+            # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling.
+            if k == 0:
+                lossless = []
+            elif cfg.temperature <= 0:
+                lossless = lossless_greedy(d, z[:k]).tolist()
+            else:
+                lossless = lossless_sampling(d, p[:k], q, self.generator).tolist()
+            # 4. DropMatch: K dropout paths where needed, the criterion, OR / replace; the accepted prefix a.
+            accepts, paths = self._relax(t, d, h, q_logp, lossless, timer)
+            a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0
+            # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
+            if a < k:
+                kind = "correction"
+                extra = int(z[a].argmax()) if cfg.temperature <= 0 else residual_sample(p[a], q[a], self.generator)
+            else:
+                extra, kind = self._pick(z[k]), "bonus" if self.draft is not None else "target"
+            # 6. Emit up to an end token or the length limit, record the round, cut both caches to the output.
+            emitted = self._emit(drafts[:a] + [extra])
+            outcome = RoundOutcome(t, tuple(drafts), tuple(lossless), a, extra, kind, tuple(emitted), paths, cfg.mode)
+            self._record(outcome, z, p, q)
+            self.ids += emitted
+            for stage in (self.target, self.draft):
+                if stage is not None:
+                    stage.cut(len(self.ids) - 1)
+        s = timer.seconds
         self.trace.rounds.append(
-            RoundRecord(
-                round=t_idx,
-                draft_forwards=k,
-                head_products=(k + 1) + cfg.K * n_paths,
-                path_positions=n_paths,
-                t_draft=t_draft,
-                t_target=t_target,
-                t_paths=t_paths,
-                t_criteria=t_crit,
-                t_total=_sync(self.target.device) - start,
-            )
+            RoundRecord(round=t, draft_forwards=k, head_products=(k + 1) + cfg.K * len(paths),
+                        path_positions=len(paths), t_draft=s["draft"], t_target=s["target"], t_paths=s["paths"],
+                        t_criteria=s["criteria"], t_total=s["total"])  # fmt: skip
         )
         if emitted and emitted[-1] in self.pair.eos_ids:
             self.trace.finish = "eos"
         elif len(self.trace.token_ids) >= cfg.max_new_tokens:
             self.trace.finish = "length"
 
-    def _record(self, t_idx, drafts, a, extra, extra_kind, emitted, lossless, found, z, p, q) -> None:
-        tok = self.pair.tokenizer
-        n_before = len(self.trace.token_ids)
-        self.trace.token_ids.extend(emitted)
-        pieces = _pieces(tok, self.trace.token_ids, n_before)  # one per emitted token
-        for j, token in enumerate(drafts + [extra]):
-            kind = "draft" if j < len(drafts) else extra_kind
-            if kind != "draft":
-                reason, accepted = kind, None
-            elif j < a:  # first reason that fires: exact, then the criterion's components in order
-                comps = found[j][2] if j in found else {}
-                reason, accepted = ("exact" if lossless[j] else next(c for c, v in comps.items() if v)), True
-            else:
-                reason, accepted = ("rejected" if j == a else "skipped"), False
-            row = j if kind == "draft" else a  # the verify position, and the index among emitted tokens
-            is_emitted = (kind != "draft" or j < a) and row < len(emitted)
-            rec = TokenRecord(
-                round=t_idx,
-                pos=j + 1 if kind == "draft" else a + 1,
-                kind=kind,
-                token_id=token,
-                text=pieces[row] if is_emitted else tok.decode([token]),
-                emitted=is_emitted,
-                reason=reason,
-                accepted=accepted,
-                lossless=bool(lossless[j]) if kind == "draft" else None,
-                q=float(q[row, token]) if row < len(drafts) else None,
-                p=float(p[row, token]),
-                target_argmax=int(z[row].argmax()),
-                target_rank=int((z[row] > z[row, token]).sum()) + 1,
-            )
-            if kind == "draft" and j in found:
-                stats, i, comps = found[j]
-                position_evidence(rec, stats, i, comps, full=self.cfg.evidence)
-                if self.cfg.evidence:
-                    rec.top = top_union(tok, self.cfg.top_n, token, q[j], p[j], stats, i)
-            self.trace.records.append(rec)
+    def _record(self, outcome: RoundOutcome, z, p, q) -> None:
+        start = len(self.trace.token_ids)
+        self.trace.token_ids.extend(outcome.emitted)
+        pieces = _pieces(self.pair.tokenizer, self.trace.token_ids, start)  # one per emitted token
+        records = round_records(self.pair.tokenizer, outcome, pieces, z, p, q, self.cfg.evidence, self.cfg.top_n)
+        self.trace.records.extend(records)
 
     def rounds(self) -> Iterator[Trace]:
         while self.trace.finish is None:

@@ -1,7 +1,9 @@
-"""K Monte Carlo dropout paths on the LM head: masks, batched products, the sparse-complement form, statistics.
+"""K Monte Carlo dropout paths on the LM head: the model's own head, masks, batched products, statistics.
 
-Only the hidden state that the LM head consumes is dropped (inverted dropout, SPEC §2.1); the transformer
-blocks and the KV cache are untouched, so the paths cost K extra head products and no forward pass.
+Only the hidden state that the LM head consumes is dropped (inverted dropout; docs/algorithm.md); the
+transformer blocks and the KV cache are untouched, so the paths cost K extra head products and no forward
+pass. Every product, unmasked or masked, goes through `TargetHead`: the model's head module (its bias and
+accelerate's device hooks included) followed by the model's own logit post-processing.
 """
 
 from __future__ import annotations
@@ -9,8 +11,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
+
+from dropmatch.config import sampling_temperature
+
+Head = Callable[[torch.Tensor], torch.Tensor]  # final hidden states [..., H] -> float32 logits [..., V]
+
+
+@dataclass(frozen=True)
+class TargetHead:
+    """A causal LM's head as the model itself applies it: module(h), then the family's post-processing.
+
+    softcap: Gemma-2/3 `final_logit_softcapping` (z = c * tanh(z / c)); divide: Granite `logits_scaling`
+    (z = z / s); multiply: Cohere `logit_scale` (z = z * s). The steps run in the model's dtype, in the
+    model's order, so the result equals the model's own forward logits; then float32.
+    """
+
+    module: torch.nn.Module
+    softcap: float | None = None
+    divide: float | None = None
+    multiply: float | None = None
+
+    @classmethod
+    def of(cls, model: torch.nn.Module) -> "TargetHead":
+        config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        return cls(
+            module=model.get_output_embeddings(),
+            softcap=getattr(config, "final_logit_softcapping", None),
+            divide=getattr(config, "logits_scaling", None),
+            multiply=getattr(model, "logit_scale", None) or None,
+        )
+
+    def __call__(self, h: torch.Tensor) -> torch.Tensor:
+        z = self.module(h)  # [..., V]
+        if self.multiply is not None:
+            z = z * self.multiply
+        if self.divide is not None:
+            z = z / self.divide
+        if self.softcap is not None:
+            z = torch.tanh(z / self.softcap) * self.softcap
+        return z.float()
 
 
 def dropout_masks(positions: int, K: int, hidden: int, p_drop: float, generator: torch.Generator) -> torch.Tensor:
@@ -19,15 +62,15 @@ def dropout_masks(positions: int, K: int, hidden: int, p_drop: float, generator:
     return u >= p_drop
 
 
-def path_logits(h: torch.Tensor, weight: torch.Tensor, masks: torch.Tensor, p_drop: float) -> torch.Tensor:
-    """Dense form: one batched product W (h * m) / (1 - p_drop) for all paths.
+def path_logits(h: torch.Tensor, head: Head, masks: torch.Tensor, p_drop: float) -> torch.Tensor:
+    """Dense form: one batched head product head(h * m / (1 - p_drop)) for all K paths.
 
-    h: [P, H] final hidden states (after the final norm); weight: [V, H]; masks: [P, K, H].
-    Returns float32 logits [P, K, V].
+    h: [P, H] final hidden states (after the final norm); head: the target's head (`TargetHead`, or any
+    callable on [..., H]); masks: [P, K, H]. Returns float32 logits [P, K, V].
     """
     scale = 1.0 / (1.0 - p_drop)
-    dropped = h[:, None, :] * (masks.to(h.dtype) * scale)  # [P, K, H]
-    return F.linear(dropped, weight).float()  # [P, K, V]
+    dropped = h[:, None, :] * (masks.to(h.device, h.dtype) * scale)  # [P, K, H]
+    return head(dropped).float()  # [P, K, V]
 
 
 def sparse_complement_logits(
@@ -68,7 +111,7 @@ class PathStats:
 
     logits: [P, K, V] float32 path logits; draft: [P] draft token ids; q_logprobs: [P, V] draft model's
     log-distribution at the same temperature; temperature: 0 means path tokens are argmaxes, > 0 means
-    they are sampled from each path (SPEC §2.5) with the position's generator.
+    they are sampled from each path with the position's generator (docs/algorithm.md, "Sampling").
     """
 
     logits: torch.Tensor
@@ -83,14 +126,12 @@ class PathStats:
 
     @cached_property
     def logprobs(self) -> torch.Tensor:
-        t = self.temperature if self.temperature > 0 else 1.0
-        return torch.log_softmax(self.logits / t, dim=-1)  # [P, K, V]
+        return torch.log_softmax(self.logits / sampling_temperature(self.temperature), dim=-1)  # [P, K, V]
 
     @cached_property
     def centroid_logprobs(self) -> torch.Tensor:
         """The centroid is softmax of the MEAN LOGITS of the paths (paper Eq. 5), not a mean of probabilities."""
-        t = self.temperature if self.temperature > 0 else 1.0
-        return torch.log_softmax(self.logits.mean(1) / t, dim=-1)  # [P, V]
+        return torch.log_softmax(self.logits.mean(1) / sampling_temperature(self.temperature), dim=-1)  # [P, V]
 
     @cached_property
     def tokens(self) -> torch.Tensor:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 import torch
 
 from dropmatch import embedded
+from dropmatch.heads import TargetHead
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 DEFAULT_TARGET = embedded.EMBEDDED_ID
 DEFAULT_DRAFT = embedded.EMBEDDED_ID
-# The same pair on the hub, for machines (a Hugging Face Space) that reach it.
+# The bf16 originals of the embedded models, on the hub, for machines (a Hugging Face Space) that reach it.
+# A different pair from the embedded 4-bit one: its acceptance and speed numbers will differ.
 HUB_PAIR = (embedded.TARGET.original, embedded.DRAFT.original)
 
 
@@ -60,6 +62,47 @@ def _load_one(path: str, dtype: torch.dtype, device: str, device_map: str | None
     return model.eval()
 
 
+# End-of-turn and end-of-text tokens of the common chat families. A model's own config often names only
+# one of them (the embedded Qwen2.5 GGUF headers name <|im_end|> but not <|endoftext|>), yet the model
+# emits either to stop; generation stops at whichever of these its vocabulary holds as a special token.
+CHAT_END_TOKENS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>")
+
+
+def end_token_ids(tokenizer, generation_config=None) -> frozenset[int]:
+    """Every end token the model declares: its generation config's list, the tokenizer's eos, and the chat
+    family's end tokens that the vocabulary holds as special (added) tokens."""
+    ids: set[int] = set()
+    declared = (tokenizer.eos_token_id, getattr(generation_config, "eos_token_id", None))
+    for source in declared:
+        if source is not None:
+            ids.update(source if isinstance(source, (list, tuple)) else [source])
+    special = {t.content: i for i, t in tokenizer.added_tokens_decoder.items()}
+    ids.update(special[name] for name in CHAT_END_TOKENS if name in special)
+    return frozenset(int(i) for i in ids)
+
+
+@torch.inference_mode()
+def check_head(model: torch.nn.Module, name: str = "the model") -> None:
+    """Refuse a model whose own forward logits differ from its body followed by `TargetHead`.
+
+    The decoder computes the unmasked head and every dropout path as TargetHead(body(x)); a family that
+    post-processes its logits in a way TargetHead does not know would be decoded wrongly, so it is refused
+    here, at load time, with a clear message (one short forward of four tokens).
+    """
+    x = torch.arange(min(4, model.config.get_text_config().vocab_size))[None]
+    embeddings = model.get_input_embeddings().weight
+    x = x.to(embeddings.device if embeddings.device.type != "meta" else "cpu")
+    own = model(input_ids=x, use_cache=False).logits.float()
+    ours = TargetHead.of(model)(model.get_decoder()(input_ids=x, use_cache=False).last_hidden_state)
+    tolerance = 1e-4 if own.dtype == torch.float32 and model.dtype == torch.float32 else 1e-2
+    gap = float((ours.to(own.device) - own).abs().max()) / max(1.0, float(own.abs().max()))
+    if not gap <= tolerance:
+        raise ValueError(
+            f"{name} ({type(model).__name__}) post-processes its logits in a way this decoder does not reproduce "
+            f"(relative gap {gap:.2g} between its own logits and body + head); it cannot be decoded exactly"
+        )
+
+
 def _same_tokenizer(a, b) -> bool:
     return a.get_vocab() == b.get_vocab()
 
@@ -96,11 +139,9 @@ def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_ma
         )
     target = _load_one(target_path, DTYPES[dtype], device, device_map)
     draft = target if draft_path == target_path else _load_one(draft_path, DTYPES[dtype], device, device_map)
-    eos = set()
-    for source in (tok_t.eos_token_id, target.generation_config.eos_token_id):
-        if source is not None:
-            eos.update(source if isinstance(source, list) else [source])
-    return ModelPair(target, draft, tok_t, target_id, draft_id, frozenset(eos))
+    for role, model in (("target", target), ("draft", draft)):
+        check_head(model, f"the {role} {target_id if role == 'target' else draft_id!r}")
+    return ModelPair(target, draft, tok_t, target_id, draft_id, end_token_ids(tok_t, target.generation_config))
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool = False) -> list[int]:

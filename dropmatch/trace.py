@@ -1,4 +1,6 @@
-"""The per-token trace (SPEC §3): plain-Python records, the single source of every metric, table and figure.
+"""The per-token trace: plain-Python records, the single source of every metric, table and figure.
+
+docs/algorithm.md ("What a trace records") describes each field.
 
 A `Trace` holds one `TokenRecord` per drafted position and per emitted correction / bonus / target
 token, and one `RoundRecord` per target verification forward (timings and costs). It round-trips
@@ -12,13 +14,15 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 
-@dataclass
+@dataclass(frozen=True)
 class TokenRecord:
     """One drafted position (kind `draft`) or one token the target emitted (`correction`, `bonus`, `target`).
 
     reason: `exact` (the lossless test accepts), `naive` / `js` / `majority` (a DropMatch criterion accepts
-    what lossless rejects), `rejected`, `skipped` (drafted after an earlier rejection, never verified),
-    `correction`, `bonus`, `target` (target-only decoding). emitted: the token is part of the output
+    what lossless rejects; in replace mode, whatever the criterion accepts), `rejected`, `skipped` (drafted
+    after the first rejection, so not part of the output; the target still scored it, and in evidence mode
+    its paths were computed too, for display), `correction`, `bonus`, `target` (target-only decoding).
+    emitted: the token is part of the output
     (an accepted draft can be cut by EOS or the length limit). Fields about paths are None where the
     paths were not computed (lazy decisions skip positions that exact match already accepts).
     """
@@ -48,7 +52,7 @@ class TokenRecord:
     top: dict | None = None  # {"ids", "texts", "draft", "target", "centroid", "paths"} over the union of top-N
 
 
-@dataclass
+@dataclass(frozen=True)
 class RoundRecord:
     """One target verification forward: what it cost."""
 

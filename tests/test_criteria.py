@@ -126,3 +126,14 @@ def test_rejection_sampling_reproduces_target_distribution():
     assert torch.allclose(freq, p, atol=0.01), freq
     # and the draft alone is clearly not p, so the test can fail
     assert not torch.allclose(torch.bincount(drafts, minlength=4).float() / n, p, atol=0.05)
+
+
+def test_js_threshold_is_the_max_over_paths_not_the_min_or_mean():
+    # Five paths: four tight around token 0, one spread out. The draft's JS to the centroid lies strictly
+    # between the smallest path JS and the largest one (and above their mean): only max accepts it.
+    logits = torch.tensor([[[4.0, 1.0, 0.0, 0.0]] * 4 + [[1.0, 1.0, 1.0, 0.0]]])
+    stats_ = PathStats(logits=logits, draft=torch.tensor([0]), q_logprobs=torch.log_softmax(torch.tensor([[2.0, 1.0, 0.5, 0.0]]), -1))
+    js_paths, js_draft = stats_.js_paths[0], float(stats_.js_draft[0])
+    assert float(js_paths.min()) < js_draft <= float(js_paths.max())
+    assert js_draft > float(js_paths.mean())
+    assert CRITERIA["js"](stats_).accept.tolist() == [True]

@@ -8,7 +8,7 @@ import torch
 from dropmatch import metrics
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate, stream
-from dropmatch.heads import dropout_masks, path_logits, sparse_complement_logits
+from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.trace import Trace
 
 PROMPTS = ["def add(a, b):", "The quick brown fox", "1, 2, 3, 4,"]
@@ -122,20 +122,103 @@ def test_replace_mode_with_naive_at_p_drop_zero_is_exact_match(tiny_pair):
     assert replace.token_ids == lossless.token_ids
 
 
-def test_sparse_complement_equals_dense():
-    g = torch.Generator().manual_seed(0)
-    W, h = torch.randn(50, 16, generator=g), torch.randn(3, 16, generator=g)
-    masks = dropout_masks(3, 5, 16, 0.3, g)
-    dense = path_logits(h, W, masks, 0.3)  # [3, 5, 50]
-    sparse = sparse_complement_logits(h @ W.T, h, W.T.contiguous(), masks, 0.3)
-    assert dense.shape == (3, 5, 50)
-    assert torch.allclose(dense, sparse, atol=1e-4)
-    assert not torch.allclose(dense[:, 0], dense[:, 1])  # paths differ
+# ---- tests that would catch a wrong decoder -------------------------------------------------------------
+def counts_from_records(trace: Trace) -> dict:
+    """N, T, sum a_t, sum k_t and the histogram of a_t, counted from the token records alone."""
+    T = len(trace.rounds)
+    a = [sum(1 for r in trace.round_records(t) if r.kind == "draft" and r.accepted) for t in range(T)]
+    k = [sum(1 for r in trace.round_records(t) if r.kind == "draft") for t in range(T)]
+    N = sum(1 for r in trace.records if r.emitted)
+    hist = [a.count(j) for j in range(max(k, default=0) + 1)]
+    return {"N": N, "T": T, "a": a, "k": k, "hist": hist}
 
 
-def test_inverted_dropout_keeps_the_expected_logits():
-    g = torch.Generator().manual_seed(0)
-    W, h = torch.randn(8, 64, generator=g), torch.randn(1, 64, generator=g)
-    masks = dropout_masks(1, 4000, 64, 0.3, g)
-    assert masks.float().mean().item() == pytest.approx(0.7, abs=0.01)
-    assert torch.allclose(path_logits(h, W, masks, 0.3).mean(1), h @ W.T, atol=0.3)
+@pytest.mark.parametrize("method", ["lossless", "dropmatch"])
+def test_metric_identities_against_counts_from_the_records(noisy_pair, method):
+    trace = generate(noisy_pair, PROMPTS[0], cfg(method=method, gamma=4, max_new_tokens=30))
+    c, m = counts_from_records(trace), metrics.compute(trace)
+    assert m["n_tokens"] == c["N"] == len(trace.token_ids) and m["target_forwards"] == c["T"]
+    assert m["tau"] == pytest.approx(c["N"] / c["T"])
+    assert m["acceptance_rate"] == pytest.approx(sum(c["a"]) / sum(c["k"]))
+    assert m["histogram"][: len(c["hist"])] == c["hist"] and sum(m["histogram"]) == c["T"]
+    assert sum(j * h for j, h in enumerate(m["histogram"])) == sum(c["a"])
+    assert 0 < sum(c["a"]) < sum(c["k"])  # rejections and acceptances both happen: the counts mean something
+
+
+def test_an_end_token_mid_round_ends_the_run_with_the_identities_intact(tiny_pair):
+    free = generate(tiny_pair, PROMPTS[1], cfg(method="lossless", max_new_tokens=40))
+    # an accepted draft, new in the output, followed by another accepted draft of its round: an end token
+    # there cuts the round inside its accepted prefix
+    recs, seen, cut = free.records, set(), None
+    for i, r in enumerate(recs[:-1]):
+        nxt = recs[i + 1]
+        if r.kind == "draft" and r.accepted and r.token_id not in seen and nxt.round == r.round and nxt.accepted:
+            cut = r
+            break
+        seen |= {r.token_id} if r.emitted else set()
+    assert cut is not None
+    pair = dataclasses.replace(tiny_pair, eos_ids=frozenset({cut.token_id}))
+    trace = generate(pair, PROMPTS[1], cfg(method="lossless", max_new_tokens=40))
+    first = free.token_ids.index(cut.token_id)
+    assert trace.finish == "eos" and trace.token_ids == free.token_ids[: first + 1]
+    last = trace.round_records(len(trace.rounds) - 1)
+    emitted, accepted = sum(r.emitted for r in last), sum(bool(r.accepted) for r in last)
+    assert emitted < accepted  # cut inside the accepted prefix: a_t counts drafts that were never emitted
+    c, m = counts_from_records(trace), metrics.compute(trace)
+    assert m["n_tokens"] == c["N"] and m["tau"] == pytest.approx(c["N"] / c["T"])
+    assert sum(j * h for j, h in enumerate(m["histogram"])) == sum(c["a"])  # a_t counted before the cut
+
+
+@torch.inference_mode()
+def test_recorded_q_is_the_uncached_drafts_distribution_across_rounds(tiny_pair):
+    trace = generate(tiny_pair, PROMPTS[1], cfg(method="lossless", max_new_tokens=40))
+    assert any(r.kind == "bonus" for r in trace.records)  # full acceptances: the draft cache must catch up
+    prompt_ids = encode_prompt(tiny_pair.tokenizer, PROMPTS[1])
+    emitted = []
+    for t in range(len(trace.rounds)):
+        records = trace.round_records(t)
+        drafts = [r for r in records if r.kind == "draft"]
+        for j, rec in enumerate(drafts):
+            prefix = prompt_ids + emitted + [d.token_id for d in drafts[:j]]
+            q = torch.softmax(tiny_pair.draft(torch.tensor([prefix])).logits[0, -1].float(), -1)
+            assert rec.token_id == int(q.argmax()), (t, rec.pos)  # the cache proposes what an uncached draft would
+            assert rec.q == pytest.approx(float(q[rec.token_id]), abs=1e-5)
+        emitted += [r.token_id for r in records if r.emitted]
+
+
+def test_lossless_sampling_draws_from_the_target_distribution():
+    """Chi-square on the first emitted token over many seeds against the target's exact distribution, with a
+    draft far from the target (so a wrong acceptance test or residual would show)."""
+    from tiny_pair import byte_tokenizer, tiny_models
+
+    tok = byte_tokenizer()
+    # noise 0.1: the draft overlaps the target enough that a wrong residual shows, and differs enough that
+    # accepting every draft would show (expected chi-square about 66 and 1460 over 1000 runs, against 20.5)
+    target, draft = tiny_models(len(tok), noise=0.1, initializer_range=0.3)
+    pair = ModelPair(target, draft, tok, "t", "d", frozenset())
+    prompt, T, runs = PROMPTS[0], 0.7, 1000
+    with torch.inference_mode():
+        p = torch.softmax(target(torch.tensor([encode_prompt(tok, prompt)])).logits[0, -1] / T, -1)
+        q = torch.softmax(draft(torch.tensor([encode_prompt(tok, prompt)])).logits[0, -1] / T, -1)
+    bins = p.topk(5).indices.tolist()  # the five likeliest tokens and "the rest"
+    expected = [float(p[b]) for b in bins] + [1 - float(p[bins].sum())]
+    observed = [0] * 6
+    for seed in range(runs):
+        first = generate(pair, prompt, cfg(method="lossless", temperature=T, seed=seed, gamma=3, max_new_tokens=2)).token_ids[0]
+        observed[bins.index(first) if first in bins else 5] += 1
+    chi2 = sum((o - runs * e) ** 2 / (runs * e) for o, e in zip(observed, expected))
+    assert chi2 < 20.52, (observed, [round(runs * e) for e in expected])  # chi-square, 5 df, p = 0.001
+    tv = 0.5 * float((p - q).abs().sum())
+    assert tv > 0.2  # the draft alone would be told apart
+
+
+def test_replace_mode_labels_accepts_by_the_criterion_and_evidence_marks_skipped_paths(noisy_pair):
+    replace = generate(noisy_pair, PROMPTS[0], cfg(method="dropmatch", mode="replace", criterion="majority", evidence=True))
+    accepted = [r for r in replace.records if r.kind == "draft" and r.accepted]
+    assert accepted and all(r.reason == "majority" for r in accepted)  # never "exact": lossless decides nothing
+    assert any(r.lossless for r in accepted)
+    full = generate(noisy_pair, PROMPTS[0], cfg(method="dropmatch", evidence=True))
+    lazy = generate(noisy_pair, PROMPTS[0], cfg(method="dropmatch"))
+    skipped_full = [r for r in full.records if r.reason == "skipped"]
+    assert skipped_full and all(r.verdicts and r.path_tokens for r in skipped_full)  # paths computed, shown
+    assert all(r.verdicts is None for r in lazy.records if r.reason == "skipped")  # lazily never computed

@@ -4,7 +4,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from dropmatch.models import load_pair
-from tests.conftest import tiny_models
+from tiny_pair import tiny_models
 
 
 @pytest.fixture(scope="module")
@@ -38,3 +38,20 @@ def test_missing_model_is_a_clear_error(tmp_path):
         load_pair(str(tmp_path / "nowhere"), str(tmp_path / "nowhere"), "float32", "cpu")
     with pytest.raises(ValueError, match="dtype must be one of"):
         load_pair(dtype="int3")
+
+
+def test_end_tokens_cover_the_config_the_tokenizer_and_the_chat_family(tokenizer):
+    from transformers import GenerationConfig
+
+    from dropmatch.models import end_token_ids
+
+    im_end, endoftext = tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
+    assert tokenizer.eos_token_id == im_end  # the tokenizer names only one of them, as the embedded GGUF does
+    assert end_token_ids(tokenizer) == {im_end, endoftext}
+    assert end_token_ids(tokenizer, GenerationConfig(eos_token_id=[7, im_end])) == {7, im_end, endoftext}
+
+
+@pytest.mark.slow
+def test_the_embedded_pair_stops_at_both_qwen_end_tokens(real_pair_f32):
+    assert {151643, 151645} <= real_pair_f32.eos_ids  # <|endoftext|> and <|im_end|>
+    assert real_pair_f32.tokenizer.convert_ids_to_tokens([151643, 151645]) == ["<|endoftext|>", "<|im_end|>"]

@@ -8,6 +8,8 @@ from dropmatch.config import DecodeConfig
 from dropmatch.decode import Decoder, generate
 from dropmatch.models import encode_prompt
 
+pytestmark = pytest.mark.slow  # the embedded pair, loaded once
+
 PROMPTS = [
     ("def quicksort(arr):\n", False),
     ("A train travels 60 km in 45 minutes. What is its average speed in km/h?", True),
