@@ -1,4 +1,8 @@
-"""The app end to end through gradio_client on the real embedded pair (bf16, 16 tokens), plus its handlers directly."""
+"""The app end to end through gradio_client on the real embedded pair (bf16, 16 tokens), plus its handlers directly.
+
+Outputs are read by name: a client's result through the endpoint's output names (explore.RUN_OUTPUTS,
+analysis.SWEEP_OUTPUTS, analysis.LIVE_OUTPUTS), a handler's {component: value} dict through its tab's parts.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +15,49 @@ import pytest
 from gradio_client import Client, handle_file
 
 import app
+import viz
+from dropmatch.lab.sweep import load_sweep
 from dropmatch.trace import Trace
-from viz.summary import traces_from_data
+from ui import analysis, explore, runs
+from viz.summary import divergence, traces_from_data
+from viz.sweep import FIGURES, relevant
 from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
+
+pytestmark = pytest.mark.slow  # the real embedded pair (and, here, a browser)
 
 SETTINGS = dict(chat=False, pair="embedded", gamma=4, K=5, p_drop=0.3, criterion="js+majority", mode="or",
                 temperature=0.0, max_new_tokens=16, seed=0)
 PROMPT = "def fibonacci(n):\n"
 LABELS = set(REASON_LABELS.values()) | {DIVERGENCE_LABEL}
+
+
+def named(result, names: tuple[str, ...]) -> dict:
+    """A gradio_client result (one value per visible output) by the endpoint's output names."""
+    assert len(result) == len(names), f"expected the outputs {names}, got {len(result)} values"
+    return dict(zip(names, result))
+
+
+def by_name(parts, out: dict) -> dict:
+    """A handler's {component: value} dict by the tab's part names; every key must be one of its parts."""
+    names = {component: name for name, component in parts.items()}
+    assert set(out) <= set(names), "a handler returned a component that is not one of its tab's parts"
+    return {names[component]: value for component, value in out.items()}
+
+
+@pytest.fixture(scope="module")
+def view():
+    """The Explore tab's parts, built (not launched) as the app builds them."""
+    with gr.Blocks():
+        above = explore.main()
+        with gr.Tabs():
+            return explore.tabs(above)
+
+
+@pytest.fixture(scope="module")
+def sweep_parts():
+    """The Analysis tab's parts, built (not launched)."""
+    with gr.Blocks():
+        return analysis.layout()
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +78,8 @@ def streamed(client):
     outputs, first_round = [], None
     for out in job:
         outputs.append(out)
-        if first_round is None and isinstance(out[0], list) and out[0]:
+        text = named(out, explore.RUN_OUTPUTS)["DropMatch"]
+        if first_round is None and isinstance(text, list) and text:
             first_round = time.perf_counter() - start
     return outputs, first_round
 
@@ -58,38 +98,43 @@ def test_run_streams_both_outputs_figures_and_metrics(streamed):
     outputs, first_round = streamed
     assert first_round is not None
     print(f"\nfirst streamed round after {first_round:.2f} s")
-    final = outputs[-1]
-    dm_text, ll_text, dm_map, ll_map, table, acceptance, status, files, story, step_fig, step_run = final
-    for text in (dm_text, ll_text):
+    assert explore.RUN_OUTPUTS == ("DropMatch", "lossless", "map_DropMatch", "map_lossless", "table", "acceptance",
+                                   "status", "files", "step_md", "step_fig", "step_run")  # the order clients rely on
+    final = named(outputs[-1], explore.RUN_OUTPUTS)
+    for text in (final["DropMatch"], final["lossless"]):
         assert text and {span["class_or_confidence"] for span in text} <= LABELS
-    for fig in (dm_map, ll_map, acceptance, step_fig):
+    for fig in (final["map_DropMatch"], final["map_lossless"], final["acceptance"], final["step_fig"]):
         assert plotly_json(fig)["data"]
-    assert table["headers"] == ["metric", "DropMatch", "lossless", "definition"]
-    assert table["data"][0][0].startswith("τ")
-    assert status.startswith("**Done**")
-    assert sorted(p.rsplit("/", 1)[-1] for p in files) == [
+    assert final["table"]["headers"] == ["metric", "DropMatch", "lossless", "definition"]
+    assert final["table"]["data"][0][0].startswith("τ")
+    assert final["status"].startswith("**Done**")
+    assert sorted(p.rsplit("/", 1)[-1] for p in final["files"]) == [
         "dropmatch_tokens.csv", "dropmatch_trace.json", "lossless_tokens.csv", "lossless_trace.json"]
-    assert "Round 1 of" in story and step_run == "DropMatch"
-    rounds = [o for o in outputs if isinstance(o[0], list) and o[0]]
+    assert "Round 1 of" in final["step_md"] and final["step_run"] == "DropMatch"
+    texts = [named(o, explore.RUN_OUTPUTS)["DropMatch"] for o in outputs]
+    rounds = [t for t in texts if isinstance(t, list) and t]
     assert len(rounds) >= 3, "the outputs should stream round by round"
 
 
 def test_trace_endpoint_matches_the_streamed_run(streamed, api_traces):
     traces = traces_from_data(api_traces)
     assert set(traces) == {"DropMatch", "lossless"}
-    assert api_traces["compare"]["first_divergence"] == app.divergence(traces)
-    dm_text = [s["token"] for s in streamed[0][-1][0] if s["class_or_confidence"] != DIVERGENCE_LABEL]
+    assert api_traces["compare"]["first_divergence"] == divergence(traces)
+    final = named(streamed[0][-1], explore.RUN_OUTPUTS)
+    dm_text = [s["token"] for s in final["DropMatch"] if s["class_or_confidence"] != DIVERGENCE_LABEL]
     assert dm_text == [r.text for r in traces["DropMatch"].records if r.emitted]
     assert len(traces["DropMatch"].token_ids) == SETTINGS["max_new_tokens"]
     assert all(r.top for r in traces["DropMatch"].records if r.kind == "draft")
 
 
-def test_inspector_for_every_emitted_token(api_traces):
+def test_inspector_for_every_emitted_token(api_traces, view):
     traces = traces_from_data(api_traces)
     K = SETTINGS["K"]
-    _, index = app.viz.spans(traces["DropMatch"], app.divergence(traces))
+    _, index = viz.spans(traces["DropMatch"], divergence(traces))
     for i in range(len(index)):
-        caption, heat, js, votes = app.inspect(traces, "DropMatch", i)
+        out = by_name(view, explore.inspect(view, traces, "DropMatch", i))
+        assert tuple(out) == explore.INSPECTOR
+        caption, heat, js, votes = out["caption"], out["heat"], out["js"], out["votes"]
         rec = traces["DropMatch"].records[index[i]]
         assert caption.startswith("**DropMatch**") and REASON_LABELS[rec.reason] in caption
         if rec.kind == "bonus":
@@ -97,21 +142,32 @@ def test_inspector_for_every_emitted_token(api_traces):
         else:
             assert len(heat.data[0].y) == K + 3 and heat.layout.meta["draft_column"] is not None
             assert len(js.data[0].y) == K and sum(votes.data[0].y) == K
-    handler = app.on_select("lossless")
-    caption, heat, _, _ = handler(traces, gr.SelectData(None, {"index": 0, "value": ["x", "exact match"]}))
-    assert caption.startswith("**lossless**")
+    handler = explore.selector(view, "lossless")
+    out = by_name(view, handler(traces, gr.SelectData(None, {"index": 0, "value": ["x", "exact match"]})))
+    assert out["caption"].startswith("**lossless**")
     with pytest.raises(gr.Error, match="No token at index"):
-        app.inspect(traces, "DropMatch", 10_000)
+        explore.inspect(view, traces, "DropMatch", 10_000)
 
 
-def test_step_through_handlers(api_traces):
+def test_step_through_handlers(api_traces, view):
     traces = traces_from_data(api_traces)
-    story, fig, pos = app.step(traces, "DropMatch", [0, 0], 1)
-    assert pos == [0, 1] and "K paths" in story and fig.data
-    _, _, pos = app.step(traces, "DropMatch", [0, 4], -1)
-    assert pos == [0, 3]
+    out = by_name(view, explore.step(view, traces, "DropMatch", [0, 0], 1))
+    assert tuple(out) == explore.STEP
+    assert out["step_pos"] == [0, 1] and "K paths" in out["step_md"] and out["step_fig"].data
+    out = by_name(view, explore.step(view, traces, "DropMatch", [0, 4], -1))
+    assert out["step_pos"] == [0, 3]
     with pytest.raises(gr.Error, match="No lossless trace"):
-        app.step({}, "lossless", [0, 0], 1)
+        explore.step(view, {}, "lossless", [0, 0], 1)
+
+
+def test_handlers_return_only_what_they_change(api_traces, view):
+    traces = traces_from_data(api_traces)
+    live = by_name(view, explore.views(view, traces, "**Running**", live=True))
+    assert set(live) == {"DropMatch", "lossless", "map_DropMatch", "map_lossless", "status", "traces"}
+    assert by_name(view, explore.stopped(view, {})) == {"status": "Stopped"}
+    done = by_name(view, explore.stopped(view, traces))
+    assert set(done) == set(explore.RUN_WIRING) and done["status"].startswith("**Stopped**")
+    assert done["traces"] is traces and done["step_run"] == "DropMatch" and done["step_pos"] == [0, 0]
 
 
 @pytest.mark.parametrize(
@@ -139,40 +195,45 @@ def test_run_endpoint_rejects_an_empty_prompt(client):
 def test_open_files_and_recorded_example(client, tmp_path, api_traces):
     bundle = tmp_path / "both.json"
     bundle.write_text(json.dumps(api_traces), encoding="utf-8")
-    out = client.predict([handle_file(str(bundle))], api_name="/open_files")
-    assert out[0] and out[1] and out[6].startswith("**Opened from file**")
+    out = named(client.predict([handle_file(str(bundle))], api_name="/open_files"), explore.RUN_OUTPUTS)
+    assert out["DropMatch"] and out["lossless"] and out["status"].startswith("**Opened from file**")
     bad = tmp_path / "bad.json"
     bad.write_text('{"hello": 1}', encoding="utf-8")
     with pytest.raises(Exception, match="bad.json: not a DropMatch trace"):
         client.predict([handle_file(str(bad))], api_name="/open_files")
-    recorded = client.predict(api_name="/open_recorded")
-    emitted = Trace.from_json(app.RECORDED["DropMatch"]).token_ids
-    tokens = [s for s in recorded[0] if s["class_or_confidence"] != DIVERGENCE_LABEL]
-    assert len(tokens) == len(emitted) and "Recorded example" in recorded[6]
+    recorded = named(client.predict(api_name="/open_recorded"), explore.RUN_OUTPUTS)
+    emitted = Trace.from_json(runs.RECORDED["DropMatch"]).token_ids
+    tokens = [s for s in recorded["DropMatch"] if s["class_or_confidence"] != DIVERGENCE_LABEL]
+    assert len(tokens) == len(emitted) and "Recorded example" in recorded["status"]
 
 
-def test_recorded_sweep_opens_without_a_model(client):
-    note, compare, *plots, table, files = client.predict("humaneval", api_name="/open_sweep")
-    cells = app.load_sweep(app.SWEEP).query("suite == 'humaneval'")
-    assert f"{cells['prompt_id'].nunique()} prompts" in note and "no model needed" in note
-    assert "pass@1" in compare and "title=" in table and "tau_pooled" in table
-    assert sorted(p.rsplit("/", 1)[-1] for p in files) == ["report.html", "table.csv"]
-    shown = [plot.visible for plot in app.open_recorded_sweep("humaneval")[2:-2]]
-    assert shown == [name in app.relevant(cells) for name in app.FIGURES] and any(shown)
+def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
+    assert analysis.SWEEP_OUTPUTS == ("note", "compare", *FIGURES, "summary", "files")  # the order clients rely on
+    out = named(client.predict("humaneval", api_name="/open_sweep"), analysis.SWEEP_OUTPUTS)
+    cells = load_sweep(analysis.SWEEP).query("suite == 'humaneval'")
+    assert f"{cells['prompt_id'].nunique()} prompts" in out["note"] and "no model needed" in out["note"]
+    assert "pass@1" in out["compare"] and "title=" in out["summary"] and "tau_pooled" in out["summary"]
+    assert sorted(p.rsplit("/", 1)[-1] for p in out["files"]) == ["report.html", "table.csv"]
+    opened = by_name(sweep_parts, analysis.open_recorded_sweep(sweep_parts, "humaneval"))
+    assert set(opened) == set(analysis.SWEEP_OUTPUTS)
+    shown = [opened[name].visible for name in FIGURES]
+    assert shown == [name in relevant(cells) for name in FIGURES] and any(shown)
     with pytest.raises(gr.Error, match="No recorded sweep named"):
-        app.open_recorded_sweep("nope")
+        analysis.open_recorded_sweep(sweep_parts, "nope")
 
 
 def test_live_sweep_streams_cell_by_cell(client):
-    outputs = list(client.submit("mini_spec_bench", 1, "p_drop", "0.3", 8, "embedded", api_name="/sweep"))
-    notes = [out[0] for out in outputs]
+    assert analysis.LIVE_OUTPUTS == (*analysis.SWEEP_OUTPUTS, "suite")
+    job = client.submit("mini_spec_bench", 1, "p_drop", "0.3", 8, "embedded", api_name="/sweep")
+    outputs = [named(out, analysis.LIVE_OUTPUTS) for out in job]
+    notes = [out["note"] for out in outputs]
     assert any("1/2 cells" in n for n in notes) and notes[-1].startswith("**Live sweep done**")
-    assert outputs[0][-1] is None  # the recorded-sweep choice is cleared while a live sweep shows
-    files = outputs[-1][-2]
+    assert outputs[0]["suite"] is None  # the recorded-sweep choice is cleared while a live sweep shows
+    files = outputs[-1]["files"]
     assert sorted(p.rsplit("/", 1)[-1] for p in files) == ["report.html", "table.csv"]
     table = pd.read_csv(next(p for p in files if p.endswith(".csv")))
     assert sorted(table["method"]) == ["dropmatch", "lossless"] and (table["n_tokens"] == 8).all()
-    assert "title=" in outputs[-1][-3]
+    assert "title=" in outputs[-1]["summary"]
 
 
 def test_live_sweep_refuses_too_large_a_sweep(client):

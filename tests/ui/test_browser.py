@@ -19,12 +19,15 @@ from viz.theme import DIVERGENCE_MARK, REASON_COLORS
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 PLOT = '[data-testid="plotly"], .js-plotly-plot'
 POLL = {"polling": 500, "timeout": 60_000}  # poll twice a second: the page should not compete with the model for CPU
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
-                                reason="needs Debian's chromium at /usr/bin/chromium")
+pytestmark = [
+    pytest.mark.slow,  # the real embedded pair and a browser
+    pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
+                       reason="needs Debian's chromium at /usr/bin/chromium"),
+]
 
 
 def rgb(hex_color: str) -> str:

@@ -1,0 +1,131 @@
+"""What every tab shares: model pairs, app limits, validation to gr.Error, the pair loader, ZeroGPU, named parts."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlparse
+
+import gradio as gr
+from huggingface_hub import constants, try_to_load_from_cache
+
+from dropmatch.config import LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float, bounded_int
+from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
+from viz.summary import RUNS
+
+try:
+    import spaces
+except ImportError:
+    spaces = None
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = "https://arxiv.org/abs/2603.03333"
+PAIRS = {"embedded": (DEFAULT_TARGET, DEFAULT_DRAFT), "hub": HUB_PAIR}
+PAIR_CHOICES = [  # the embedded weights are 4-bit GGUF: the label says so (EMBEDDED_LABEL has the details)
+    ("Embedded, offline: Qwen2.5-Coder 1.5B (Q4_K_M) + 0.5B (AWQ, Q4_K_M)", "embedded"),
+    ("Hub: the bf16 originals, a different pair (needs huggingface.co)", "hub"),
+]
+# What this app serves, tighter than the library's LIMITS: a prompt's characters and the tokens of one run.
+APP_PROMPT_CHARS = 4000
+APP_MAX_NEW_TOKENS = (1, 256)
+# The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
+DEFAULTS = {**PAPER_SETTING, "mode": MODES[0], "temperature": 0.0, "max_new_tokens": 48, "seed": 0}
+RUN_METHODS = dict(zip(RUNS, ("dropmatch", "lossless")))  # each side of the app and the method it decodes with
+
+Parts = Mapping[str, Any]  # a tab's components by name, frozen once the layout is built
+
+
+def parts(named: dict) -> Parts:
+    """Freeze a layout's {name: component}."""
+    return MappingProxyType(dict(named))
+
+
+def pick(p: Parts, names: Iterable[str]) -> list:
+    """The components named, in order: an event's inputs or outputs."""
+    return [p[name] for name in names]
+
+
+def updates(p: Parts, values: Mapping[str, Any]) -> dict:
+    """{name: value} as the {component: value} dict a handler returns; outputs not named stay unchanged."""
+    return {p[name]: value for name, value in values.items()}
+
+
+def bind(fn, *parts_first):
+    """`fn` with its first arguments given (a tab's parts), keeping its name and docstring for the API page.
+
+    Its other parameters stay as they are: Gradio names an endpoint's inputs after them.
+    """
+    bound = partial(fn, *parts_first)
+    bound.__name__, bound.__doc__ = fn.__name__, fn.__doc__
+    return bound
+
+
+def gpu(fn=None, *, duration: int = 120):
+    """Request a ZeroGPU slot for `fn` where the `spaces` package exists; unchanged elsewhere."""
+    if fn is None:
+        return lambda f: gpu(f, duration=duration)
+    return spaces.GPU(duration=duration)(fn) if spaces is not None else fn
+
+
+@contextmanager
+def user_errors(prefix: str = "") -> Iterator[None]:
+    """A library ValueError inside becomes a gr.Error with the same message (after `prefix`)."""
+    try:
+        yield
+    except ValueError as err:
+        raise gr.Error(f"{prefix}{err}") from None
+
+
+def check_prompt(prompt) -> str:
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise gr.Error("Type a prompt or pick an example first.")
+    if len(prompt) > APP_PROMPT_CHARS:
+        raise gr.Error(f"The prompt has {len(prompt)} characters; the limit is {APP_PROMPT_CHARS}.")
+    return prompt
+
+
+def configs(gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed) -> dict[str, DecodeConfig]:
+    """The two configs (same draft, same seed, full evidence), one per side of the app."""
+    with user_errors():
+        shared = {
+            "gamma": bounded_int("gamma", gamma, *LIMITS["gamma"]),
+            "K": bounded_int("K", K, *LIMITS["K"]),
+            "max_new_tokens": bounded_int("max new tokens", max_new_tokens, *APP_MAX_NEW_TOKENS),
+            "seed": bounded_int("seed", seed, *LIMITS["seed"]),
+            "p_drop": bounded_float("p_drop", p_drop, 0.0, 1.0, hi_open=True),
+            "temperature": bounded_float("temperature", temperature, 0.0, MAX_TEMPERATURE),
+        }
+        return {
+            name: DecodeConfig(method=method, criterion=criterion, mode=mode, evidence=True, **shared)
+            for name, method in RUN_METHODS.items()
+        }
+
+
+def hub_ready(timeout: float = 3.0) -> bool:
+    """The hub pair can load when both models are cached locally or the hub answers."""
+    if all(isinstance(try_to_load_from_cache(repo, "config.json"), str) for repo in HUB_PAIR):
+        return True
+    if constants.HF_HUB_OFFLINE:
+        return False
+    try:
+        socket.create_connection((urlparse(constants.ENDPOINT).hostname, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def model_pair(pair: str):
+    """The cached pair in bfloat16 (on CUDA where present); every failure is a clear gr.Error."""
+    if pair not in PAIRS:
+        raise gr.Error(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
+    if pair == "hub" and not hub_ready():
+        raise gr.Error("The hub pair needs huggingface.co, which this machine cannot reach. Use the embedded pair.")
+    try:
+        return load_pair(*PAIRS[pair], dtype="bfloat16", device=default_device())
+    except (ValueError, OSError) as err:
+        raise gr.Error(f"Cannot load the {pair} pair: {err}") from None

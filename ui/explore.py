@@ -1,0 +1,243 @@
+"""The Explore view: prompt and controls, the two coloured outputs, inspector, maps, metrics, step-through, files."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import gradio as gr
+
+import viz
+from dropmatch.config import CRITERION_NAMES, LIMITS, MODES
+from ui import runs
+from ui.common import (
+    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, DEFAULTS, PAIR_CHOICES, ROOT, Parts, bind, parts, pick, updates,
+)  # fmt: skip
+from viz.summary import RUNS, divergence, status_line
+
+CLICK = "Click a token of either output to inspect it."
+RUN_INPUTS = ("prompt", "chat", "pair", *runs.SETTINGS)
+STATES = ("traces", "step_pos")  # session state: not sent to API clients
+# What /run, /open_files and /open_recorded update, in their order; RUN_OUTPUTS is what a client receives.
+RUN_WIRING = ("DropMatch", "lossless", "map_DropMatch", "map_lossless", "table", "acceptance", "status", "traces",
+              "files", "step_md", "step_fig", "step_pos", "step_run")  # fmt: skip
+RUN_OUTPUTS = tuple(name for name in RUN_WIRING if name not in STATES)
+INSPECTOR = ("caption", "heat", "js", "votes")
+STEP = ("step_md", "step_fig", "step_pos")
+
+
+# ---- layout -------------------------------------------------------------------------------------
+def _settings() -> dict:
+    """The decoding settings, each with its limits and its default."""
+    c = {}
+    with gr.Row():
+        c["gamma"] = gr.Slider(*LIMITS["gamma"], value=DEFAULTS["gamma"], step=1, label="γ (draft length)")
+        c["K"] = gr.Slider(*LIMITS["K"], value=DEFAULTS["K"], step=1, label="K (dropout paths)")
+    with gr.Row():
+        c["p_drop"] = gr.Slider(0.0, 0.95, value=DEFAULTS["p_drop"], step=0.05, label="p_drop",
+                                info="dropout on the LM-head input")  # fmt: skip
+        c["temperature"] = gr.Slider(0.0, 2.0, value=DEFAULTS["temperature"], step=0.05, label="temperature",
+                                     info="0 = greedy")  # fmt: skip
+    with gr.Row():
+        c["criterion"] = gr.Dropdown(list(CRITERION_NAMES), value=DEFAULTS["criterion"], label="criterion")
+        c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
+    with gr.Row():
+        c["max_new_tokens"] = gr.Slider(*APP_MAX_NEW_TOKENS, value=DEFAULTS["max_new_tokens"], step=1,
+                                        label="max new tokens", elem_id="max-new-tokens")  # fmt: skip
+        c["seed"] = gr.Number(value=DEFAULTS["seed"], precision=0, minimum=LIMITS["seed"][0],
+                              maximum=LIMITS["seed"][1], label="seed")  # fmt: skip
+    return c
+
+
+def _controls() -> dict:
+    """Prompt, examples, model pair, the buttons and the decoding settings."""
+    c = {}
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            c["prompt"] = gr.Textbox(label="Prompt", lines=5, max_length=APP_PROMPT_CHARS,
+                                     placeholder="Type a prompt, or pick an example below.", elem_id="prompt")
+            with gr.Row():
+                c["chat"] = gr.Checkbox(value=True, label="Chat format", info="wrap the prompt in the chat template")
+                c["pair"] = gr.Dropdown(PAIR_CHOICES, value="embedded", label="Model pair", scale=2)
+            examples = json.loads((ROOT / "assets/examples.json").read_text(encoding="utf-8"))
+            gr.Examples([[e["prompt"], e["chat"]] for e in examples], [c["prompt"], c["chat"]],
+                        example_labels=[e["label"] for e in examples], label="Examples")
+            with gr.Row():
+                c["run"] = gr.Button("▶ Run", variant="primary", elem_id="run-btn")
+                c["stop"] = gr.Button("■ Stop", variant="stop", elem_id="stop-btn")
+                c["recorded"] = gr.Button("Open recorded example", elem_id="recorded-btn")
+        with gr.Column(scale=2, elem_classes="dm-settings"):
+            c |= _settings()
+    return c
+
+
+def _outputs() -> dict:
+    """The status line, the two coloured outputs and the token inspector."""
+    o = {"status": gr.Markdown("Pick an example and press **Run**, or open the recorded example.", elem_id="status")}
+    gr.HTML(viz.legend_html(), padding=False)
+    with gr.Row(equal_height=True):
+        for name in RUNS:
+            o[name] = gr.HighlightedText(
+                label=f"{name} output · click a token to inspect it", color_map=viz.text_color_map(),
+                show_legend=False, show_inline_category=False, combine_adjacent=False,
+                elem_id=f"out-{name.lower()}", elem_classes="dm-output",
+            )
+    with gr.Group(elem_id="inspector"):
+        o["caption"] = gr.Markdown("**Token inspector** · click any token above.", elem_classes="dm-caption")
+        with gr.Row():
+            o["heat"] = gr.Plot(viz.message_figure(CLICK, "Top-N probabilities per head"), show_label=False,
+                                elem_id="insp-heatmap")
+        with gr.Row():
+            o["js"] = gr.Plot(viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, elem_id="insp-js")
+            o["votes"] = gr.Plot(viz.message_figure(CLICK, "Votes of the K paths"), show_label=False, scale=3,
+                                 elem_id="insp-votes")
+    return o
+
+
+def main() -> dict:
+    """Everything above the tabs, and the session state (the traces shown, the step-through position)."""
+    return {"traces": gr.State({}), "step_pos": gr.State([0, 0]), **_controls(), **_outputs()}
+
+
+def tabs(above: dict) -> Parts:
+    """The Explore tabs (inside the app's gr.Tabs): maps, metrics, step-through, files. Returns every part."""
+    t = dict(above)
+    with gr.Tab("Accept / reject map"), gr.Row():
+        for n in RUNS:
+            t[f"map_{n}"] = gr.Plot(viz.message_figure("No rounds yet.", f"{n}: accept / reject per round"),
+                                    show_label=False, elem_id=f"map-{n.lower()}")  # fmt: skip
+    with gr.Tab("Metrics"):
+        t["table"] = gr.Dataframe(label="Metrics (dropmatch.metrics), each with its definition", wrap=True,
+                                  interactive=False, elem_id="metrics")
+        t["acceptance"] = gr.Plot(viz.message_figure("No rounds yet.", ""), show_label=False, elem_id="acceptance")
+    with gr.Tab("Step through"):
+        with gr.Row():
+            t["step_run"] = gr.Radio(list(RUNS), value=RUNS[0], label="run", scale=2)
+            t["prev"] = gr.Button("◀ Previous", elem_id="step-prev")
+            t["next"] = gr.Button("Next ▶", variant="primary", elem_id="step-next")
+        t["step_md"] = gr.Markdown(viz.round_story(None, 0, 0), elem_classes="dm-story")
+        t["step_fig"] = gr.Plot(viz.round_figure(None, 0, 0), show_label=False, elem_id="step-fig")
+    with gr.Tab("Files"), gr.Row():
+        t["files"] = gr.File(label="Downloads: traces as JSON, per-token tables as CSV", file_count="multiple",
+                             interactive=False, elem_id="downloads")
+        t["upload"] = gr.File(label="Open trace JSON (one or both runs)", file_count="multiple",
+                              file_types=[".json"], elem_id="upload")
+    return parts(t)
+
+
+# ---- handlers: each returns {component: value} for what it changes ------------------------------
+def views(v: Parts, traces: dict, note: str, live: bool = False) -> dict:
+    """Both coloured texts, both accept/reject maps, the metrics table and figure, the status, the state.
+
+    While a run streams (`live`), the metrics table and figure wait for the end: each round stays cheap.
+    """
+    cut = divergence(traces)
+    out = {"status": note, "traces": traces}
+    for n in RUNS:
+        out[n] = viz.spans(traces[n], cut)[0] if traces.get(n) else []
+        out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{n}: accept / reject per round")
+    if not live:
+        out["table"] = viz.metrics_frame({n: traces.get(n) for n in RUNS})
+        out["acceptance"] = viz.acceptance_figure(traces)
+    return updates(v, out)
+
+
+def step_view(v: Parts, traces: dict, run_name: str, t: int = 0, stage: int = 0) -> dict:
+    trace = (traces or {}).get(run_name)
+    return updates(v, {"step_md": viz.round_story(trace, t, stage), "step_fig": viz.round_figure(trace, t, stage),
+                       "step_pos": [t, stage]})  # fmt: skip
+
+
+def step(v: Parts, traces: dict, run_name: str, pos, delta: int) -> dict:
+    trace = (traces or {}).get(run_name)
+    if trace is None or not trace.rounds:
+        raise gr.Error(f"No {run_name} trace yet: run a prompt or open a trace first.")
+    t, stage = viz.move(trace, int(pos[0]), int(pos[1]), delta)
+    return step_view(v, traces, run_name, t, stage)
+
+
+def finished(v: Parts, traces: dict, note: str) -> dict:
+    """Every run output once a run ends or traces are opened: views, downloads, the step view at round 1."""
+    first = next((n for n in RUNS if n in traces), RUNS[0])
+    return {**views(v, traces, note), v["files"]: runs.downloads(traces), **step_view(v, traces, first),
+            v["step_run"]: first}  # fmt: skip
+
+
+def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed):
+    """DropMatch and lossless on the same prompt, draft and seed, streamed side by side round by round."""
+    prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed)
+    yield {v["status"]: "**Loading the model pair…**"}
+    clock, traces = time.perf_counter(), {}
+    for name, trace in runs.rounds(pair, prompt, cfgs, chat):
+        traces[name] = trace
+        yield views(v, traces, status_line(traces, "Running", time.perf_counter() - clock), live=True)
+    yield finished(v, traces, status_line(traces, "Done", time.perf_counter() - clock))
+
+
+def stopped(v: Parts, traces: dict) -> dict:
+    """After Stop: the partial traces get their downloads and step view."""
+    return finished(v, traces, status_line(traces, "Stopped")) if traces else {v["status"]: "Stopped"}
+
+
+def open_files(v: Parts, files) -> dict:
+    """Re-open downloaded traces (or a /trace result); a bad file is a clear gr.Error."""
+    traces = runs.read_traces(files)
+    return finished(v, traces, status_line(traces, "Opened from file"))
+
+
+def open_recorded(v: Parts) -> dict:
+    traces = runs.recorded()
+    return finished(v, traces, status_line(traces, "Recorded example (no model needed)"))
+
+
+def inspect(v: Parts, traces: dict, run_name: str, index) -> dict:
+    """Caption and the three inspector figures for the token at span `index` of one run's output."""
+    trace = (traces or {}).get(run_name)
+    if trace is None:
+        raise gr.Error("Run a prompt or open a trace first.")
+    _, records = viz.spans(trace, divergence(traces))
+    if isinstance(index, (list, tuple)):
+        index = index[0]
+    if not isinstance(index, int) or not 0 <= index < len(records):
+        raise gr.Error(f"No token at index {index!r} in the {run_name} output.")
+    rec = trace.records[records[index]]
+    ev = viz.evidence_record(trace, rec)
+    return updates(v, {
+        "caption": f"**{run_name}** · {viz.caption(trace, rec)}",
+        "heat": viz.distribution_heatmap(ev, rec if ev is not rec else None),
+        "js": viz.js_figure(ev),
+        "votes": viz.votes_figure(ev),
+    })  # fmt: skip
+
+
+def selector(v: Parts, run_name: str):
+    """A .select handler for one run's coloured text (a closure: Gradio reads its gr.SelectData hint)."""
+
+    def handler(traces: dict, evt: gr.SelectData) -> dict:
+        return inspect(v, traces, run_name, evt.index)
+
+    return handler
+
+
+def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
+    """The Previous (-1) and Next (+1) buttons."""
+    return step(v, traces, run_name, pos, delta)
+
+
+# ---- events -------------------------------------------------------------------------------------
+def wire(v: Parts) -> None:
+    """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api)."""
+    out = pick(v, RUN_WIRING)
+    go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
+                        show_progress="minimal")  # fmt: skip
+    v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
+    v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded")
+    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files")
+    for name in RUNS:
+        v[name].select(selector(v, name), v["traces"], pick(v, INSPECTOR), api_visibility="private")
+    step_in = pick(v, ("traces", "step_run", "step_pos"))
+    for button, delta in (("prev", -1), ("next", 1)):
+        v[button].click(bind(_step_by, v, delta), step_in, pick(v, STEP), api_visibility="private")
+    v["step_run"].change(bind(step_view, v), pick(v, ("traces", "step_run")), pick(v, STEP),
+                         api_visibility="private")  # fmt: skip
+    gr.api(runs.trace_api, api_name="trace", concurrency_id="model")

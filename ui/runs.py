@@ -1,0 +1,95 @@
+"""The Explore tab's work without components: both runs decoded side by side, the /trace API, trace files in and out."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import gradio as gr
+
+from dropmatch.config import DecodeConfig
+from dropmatch.decode import stream
+from dropmatch.metrics import compare, compute, token_table
+from dropmatch.trace import Trace
+from ui.common import DEFAULTS, ROOT, check_prompt, configs, gpu, model_pair, user_errors
+from viz.summary import RUNS, traces_from_data
+
+RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
+# The decoding settings, in the order the controls, /run and /trace take them (after prompt, chat, pair).
+SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed")
+
+
+def validate(prompt, *settings) -> tuple[str, dict[str, DecodeConfig]]:
+    """The prompt and the two configs, or a clear gr.Error before anything loads."""
+    return check_prompt(prompt), configs(*settings)
+
+
+def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
+    """Advance each run by one round in turn, yielding (name, trace), until all are done."""
+    live = dict(iterators)
+    while live:
+        for name in list(live):
+            try:
+                trace = next(live[name])
+            except StopIteration:
+                del live[name]
+                continue
+            except ValueError as err:
+                raise gr.Error(str(err)) from None
+            yield name, trace
+
+
+@gpu
+def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
+    """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace)."""
+    models = model_pair(pair)
+    with user_errors():
+        streams = {name: stream(models, prompt, cfg, bool(chat)) for name, cfg in cfgs.items()}
+    yield from interleave(streams)
+
+
+def trace_api(
+    prompt: str, chat: bool = False, pair: str = "embedded", gamma: int = DEFAULTS["gamma"], K: int = DEFAULTS["K"],
+    p_drop: float = DEFAULTS["p_drop"], criterion: str = DEFAULTS["criterion"], mode: str = DEFAULTS["mode"],
+    temperature: float = DEFAULTS["temperature"], max_new_tokens: int = DEFAULTS["max_new_tokens"],
+    seed: int = DEFAULTS["seed"],
+) -> dict:  # fmt: skip
+    """Decode with DropMatch and lossless; return both full traces, their metrics and their comparison."""
+    prompt, cfgs = validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed)
+    traces = dict(rounds(pair, prompt, cfgs, chat))
+    out: dict = {name: t.to_dict() for name, t in traces.items()}
+    out["metrics"] = {name: compute(t) for name, t in traces.items()}
+    out["compare"] = compare(traces["DropMatch"], traces["lossless"])
+    return out
+
+
+def downloads(traces: dict[str, Trace]) -> list[str]:
+    """Each trace as JSON (Trace.to_json) and its per-token table as CSV, in a fresh temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="dropmatch-"))
+    paths = []
+    for name, trace in traces.items():
+        json_path, csv_path = folder / f"{name.lower()}_trace.json", folder / f"{name.lower()}_tokens.csv"
+        trace.to_json(json_path)
+        token_table(trace).to_csv(csv_path, index=False)
+        paths += [str(json_path), str(csv_path)]
+    return paths
+
+
+def read_traces(files) -> dict[str, Trace]:
+    """Traces from downloaded files (or a saved /trace result); a bad file, or none, is a clear gr.Error."""
+    traces = {}
+    for path in [files] if isinstance(files, str) else files or []:
+        try:
+            traces.update(traces_from_data(json.loads(Path(path).read_text(encoding="utf-8"))))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise gr.Error(f"{Path(path).name}: {err}") from None
+    if not traces:
+        raise gr.Error("Upload a trace JSON file (downloaded from this app, or returned by /trace).")
+    return traces
+
+
+def recorded() -> dict[str, Trace]:
+    """The recorded example in assets/traces: both runs of one prompt, no model needed."""
+    return {name: Trace.from_json(path) for name, path in RECORDED.items()}
