@@ -28,8 +28,9 @@ $$\\bar p_j = \\text{{softmax}}\\Big(\\tfrac1K \\sum_i W h_j^{{(i)}}\\Big)
 - **majority**: accept if d_j is the plurality top-1 of the K paths (strict: more than K/2 votes).
 - **js+majority** (paper Algorithm 1, the default): js, else majority.
 
-In **or** mode a token is accepted when the lossless test OR the criterion accepts it (with p_drop = 0 this is exactly
-lossless); **replace** uses the criterion alone. Corrections and bonus tokens always come from the unmasked head.
+In **or** mode a token is accepted when the lossless test OR the criterion accepts it (with p_drop = 0 and greedy
+decoding this is exactly lossless); **replace** uses the criterion alone. At temperature > 0 the path tokens are
+*sampled*, so naive and majority relax even at p_drop = 0 (identical paths still draw different tokens). Corrections and bonus tokens always come from the unmasked head.
 The accepted prefix is the longest run of accepts. Paper defaults: K = 5, p_drop = 0.3. τ counts the bonus token.
 """
 
