@@ -144,6 +144,11 @@ def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_ma
     return ModelPair(target, draft, tok_t, target_id, draft_id, end_token_ids(tok_t, target.generation_config))
 
 
+def clear_cache() -> None:
+    """Forget every loaded pair (its memory is freed once nothing else holds it)."""
+    _load_pair.cache_clear()
+
+
 def encode_prompt(tokenizer, prompt: str, chat: bool = False) -> list[int]:
     """Token ids of the prompt; with `chat`, wrapped in the tokenizer's chat template as one user turn."""
     if not prompt or not prompt.strip():

@@ -35,9 +35,14 @@ def noisy_pair():
     return build_tiny_pair(noise=0.01)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_pair_f32():
-    """The embedded pair in float32, the mode for exactness tests."""
-    from dropmatch.models import load_pair
+    """The embedded pair in float32, the mode for exactness tests; freed after each module (8 GB), so the
+    app's bf16 pair and the browser have the memory to themselves later in the run."""
+    import gc
 
-    return load_pair(dtype="float32", device="cpu")
+    from dropmatch import models
+
+    yield models.load_pair(dtype="float32", device="cpu")
+    models.clear_cache()
+    gc.collect()
