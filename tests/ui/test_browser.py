@@ -44,6 +44,7 @@ def page():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         tab = browser.new_page(viewport={"width": 1440, "height": 1000})
+        tab.set_default_timeout(120_000)  # a slow or shared CPU: a click on a busy page can take a while
         tab.goto(url)
         tab.wait_for_selector("#run-btn", timeout=60_000)
         try:
