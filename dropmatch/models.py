@@ -139,8 +139,9 @@ def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_ma
         )
     target = _load_one(target_path, DTYPES[dtype], device, device_map)
     draft = target if draft_path == target_path else _load_one(draft_path, DTYPES[dtype], device, device_map)
-    for role, model in (("target", target), ("draft", draft)):
-        check_head(model, f"the {role} {target_id if role == 'target' else draft_id!r}")
+    check_head(target, f"the target {target_id!r}")
+    if draft is not target:  # one model serving both roles is checked once
+        check_head(draft, f"the draft {draft_id!r}")
     return ModelPair(target, draft, tok_t, target_id, draft_id, end_token_ids(tok_t, target.generation_config))
 
 

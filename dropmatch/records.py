@@ -42,12 +42,19 @@ class RoundOutcome:
     mode: str  # "or": lossless OR the criterion; "replace": the criterion alone
 
 
-def path_fields(paths: Paths, draft_token: int, full: bool) -> dict:
+def every_rule(stats: PathStats) -> list[dict[str, bool]]:
+    """Every registry rule's decision at each position of `stats`, each rule run once over all positions."""
+    hits = {name: rule(stats).accept.tolist() for name, rule in CRITERIA.items()}
+    return [{name: h[i] for name, h in hits.items()} for i in range(len(stats.draft))]
+
+
+def path_fields(paths: Paths, draft_token: int, verdicts: dict[str, bool] | None = None) -> dict:
     """The record's path fields at one position: path tokens, votes, majority, JS values, verdicts.
 
-    Lazy runs record what the chosen criterion computed; `full` (evidence mode) also evaluates every rule
-    in the registry, so the inspector can say what each would have decided.
+    Lazy runs record what the chosen criterion computed; evidence mode passes every rule's `verdicts`
+    (from `every_rule`), so the inspector can say what each would have decided.
     """
+    full = verdicts is not None
     stats, i = paths.stats, paths.row
     logp = stats.logprobs[i]  # [K, V]
     majority = int(stats.majority[i])
@@ -57,7 +64,7 @@ def path_fields(paths: Paths, draft_token: int, full: bool) -> dict:
         "majority": None if majority < 0 else majority,
         "path_p": logp[:, draft_token].exp().tolist(),
         "path_rank": ((logp > logp[:, draft_token : draft_token + 1]).sum(-1) + 1).tolist(),
-        "verdicts": {n: bool(rule(stats).accept[i]) for n, rule in CRITERIA.items()} if full else dict(paths.components),
+        "verdicts": dict(verdicts) if full else dict(paths.components),
     }
     if full or "js_paths" in vars(stats):  # JS values are cached only where a rule needed them
         fields |= {"js_paths": stats.js_paths[i].tolist(), "threshold": float(stats.js_paths[i].max()),
@@ -103,6 +110,7 @@ def round_records(tokenizer, out: RoundOutcome, pieces: list[str], z, p, q, full
     of each emitted token; full: evidence mode (every rule's verdict and the top-N distributions).
     """
     k, a, records = len(out.drafts), out.accepted, []
+    ruled: dict[int, list] = {}  # every rule's verdicts per PathStats object, computed once (evidence mode)
     for j, token in enumerate((*out.drafts, out.extra)):
         is_draft = j < k
         row = j if is_draft else a  # the verify position, and the index among emitted tokens
@@ -110,7 +118,13 @@ def round_records(tokenizer, out: RoundOutcome, pieces: list[str], z, p, q, full
         emitted = (not is_draft or j < a) and row < len(out.emitted)
         fields = {}
         if is_draft and j in out.paths:
-            fields = path_fields(out.paths[j], token, full)
+            paths = out.paths[j]
+            verdicts = None
+            if full:
+                if id(paths.stats) not in ruled:
+                    ruled[id(paths.stats)] = every_rule(paths.stats)
+                verdicts = ruled[id(paths.stats)][paths.row]
+            fields = path_fields(paths, token, verdicts)
             if full:
                 fields["top"] = top_union(tokenizer, top_n, token, q[j], p[j], out.paths[j])
         records.append(
