@@ -8,18 +8,63 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-METHODS = ("target", "lossless", "dropmatch")
+# target: target-only reference; lossless: standard speculative decoding; dropmatch: lossless OR a rule on
+# the K dropout paths; relative: lossless OR one of the relatives' rules (no paths).
+METHODS = ("target", "lossless", "dropmatch", "relative")
+RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptance rule
 MODES = ("or", "replace")
 # The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
-CRITERION_NAMES = ("js+majority", "js", "majority", "majority-strict", "naive")
-DEFAULT_CRITERION = CRITERION_NAMES[0]  # paper Algorithm 1
+DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive")
+DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A relative's one setting: its name, default (from its source), inclusive range and meaning."""
+
+    name: str
+    default: float
+    lo: float
+    hi: float
+    meaning: str
+    integer: bool = False
+
+    def check(self, value) -> float:
+        """`value` in range (a whole number where `integer`), or a ValueError naming the knob."""
+        if self.integer:
+            return float(bounded_int(self.name, value, int(self.lo), int(self.hi)))
+        return bounded_float(self.name, value, self.lo, self.hi)
+
+
+# The relatives: one knob each (dropmatch.relatives has each rule, its source and its equation).
+LN2 = 0.6931471805599453
+KNOBS = {
+    "fuzzy-js": Knob("threshold", 0.4, 0.0, LN2, "accept when JS(p || q) <= threshold (nats); larger relaxes more"),
+    "fuzzy-kl": Knob("threshold", 0.4, 0.0, 100.0, "accept when KL(q || p) <= threshold (nats); larger relaxes more"),
+    "fuzzy-tv": Knob("threshold", 0.4, 0.0, 1.0, "accept when TV(p, q) <= threshold; larger relaxes more"),
+    "typical": Knob("epsilon", 0.09, 0.0, 1.0, "accept when p(d) > min(epsilon, sqrt(epsilon) * exp(-H(p))); "
+                    "smaller relaxes more"),
+    "top-k": Knob("k", 2, 1, 1000, "accept when d is among the target's k most likely tokens; larger relaxes more",
+                  integer=True),
+    "mars": Knob("theta", 0.9, 0.0, 1.0, "accept d = the target's second token when z2 / z1 > theta; "
+                 "smaller relaxes more"),
+}  # fmt: skip
+RELATIVE_CRITERIA = tuple(KNOBS)
+CRITERION_NAMES = (*DROPMATCH_CRITERIA, *RELATIVE_CRITERIA)
+
+
+def criterion_method(criterion: str) -> str:
+    """The method that runs a criterion: `dropmatch` for a rule on the paths, `relative` for the others."""
+    if criterion not in CRITERION_NAMES:
+        raise ValueError(f"criterion must be one of {', '.join(CRITERION_NAMES)}; got {criterion!r}")
+    return "dropmatch" if criterion in DROPMATCH_CRITERIA else "relative"
 # Inclusive integer ranges. seed: what torch.Generator.manual_seed takes once the seed is mixed with the
 # round and position (see decode.position_generator), so every seed in range decodes.
 LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048), "seed": (0, 2**31 - 1), "top_n": (1, 50)}
 MAX_TEMPERATURE = 5.0
 # The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
 PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
-FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a sweep can vary, in the order OFAT walks them
+FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies, in the order OFAT walks them
 
 
 def bounded_int(name: str, value, lo: int, hi: int) -> int:
@@ -54,11 +99,15 @@ def sampling_temperature(temperature: float) -> float:
 class DecodeConfig:
     """Everything that decides a trace, besides the models and the prompt.
 
-    method: `target` (target-only reference), `lossless` (standard speculative decoding) or
-        `dropmatch` (K dropout paths on the target's LM head decide semantic acceptance).
+    method: `target` (target-only reference), `lossless` (standard speculative decoding),
+        `dropmatch` (K dropout paths on the target's LM head decide semantic acceptance) or `relative`
+        (one of DropMatch's relatives decides: Fuzzy SD, typical acceptance, top-k, MARS).
     gamma: draft tokens proposed per round. K, p_drop: dropout paths and their rate.
-    criterion: a name in CRITERION_NAMES. mode: `or` accepts a draft token when the lossless test OR
+    criterion: a name in CRITERION_NAMES, of the method's family (DROPMATCH_CRITERIA for `dropmatch`,
+        RELATIVE_CRITERIA for `relative`). mode: `or` accepts a draft token when the lossless test OR
         the criterion accepts it; `replace` uses the criterion alone.
+    knob: a relative's one setting (KNOBS; None takes its source's default, and the config keeps the
+        value used); None for the other methods.
     temperature: 0 is greedy; > 0 samples (lossless uses rejection sampling).
     evidence: compute the K paths at every drafted position and record top-N distributions for
         display; when False, paths are computed only where the decision needs them (faster, the same
@@ -76,11 +125,22 @@ class DecodeConfig:
     seed: int = 0
     evidence: bool = False
     top_n: int = 10
+    knob: float | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in (("method", METHODS), ("mode", MODES), ("criterion", CRITERION_NAMES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        if self.method in RELAXED_METHODS and criterion_method(self.criterion) != self.method:
+            family = DROPMATCH_CRITERIA if self.method == "dropmatch" else RELATIVE_CRITERIA
+            raise ValueError(f"{self.criterion!r} is not a {self.method} criterion; use one of {', '.join(family)} "
+                             f"(or method {criterion_method(self.criterion)!r})")  # fmt: skip
+        if self.method == "relative":
+            knob = KNOBS[self.criterion]
+            value = knob.default if self.knob is None else knob.check(self.knob)
+            object.__setattr__(self, "knob", int(value) if knob.integer else value)  # the value used, recorded
+        elif self.knob is not None:
+            raise ValueError(f"knob is a relative's setting; {self.method} takes none (got {self.knob!r})")
         for name, (lo, hi) in LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:

@@ -1,23 +1,26 @@
-"""Acceptance rules: the DropMatch criteria registry, the lossless tests, and the one shared prefix rule.
+"""Acceptance rules: the registry (DropMatch's criteria and its relatives), the lossless tests, the prefix rule.
 
-Every criterion has one signature, `criterion(stats: PathStats) -> Verdict`, and returns its decision
-per position together with the component verdicts that explain it (docs/algorithm.md, "Criteria").
-Nothing here loads a model or touches the network.
+Every rule in `RULES` has one signature, `rule(evidence, knob) -> Verdict`, and returns its decision per
+position together with the component verdicts that explain it (docs/algorithm.md, "Criteria"). DropMatch's
+criteria read the K dropout paths (`Evidence.paths`); the relatives (`dropmatch.relatives`) read statistics of
+the unmasked target and the draft, and take one knob. Nothing here loads a model or touches the network.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-from dropmatch.config import CRITERION_NAMES
+from dropmatch.config import DROPMATCH_CRITERIA, KNOBS, Knob
+from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats
+from dropmatch.relatives import RELATIVES
 
 # The reason a token is accepted, in order of precedence: the lossless test first, then the relaxed
 # components. When several accept, the first one in this order names the reason.
-ACCEPT_REASONS = ("exact", "js", "majority", "naive")
+ACCEPT_REASONS = ("exact", "js", "majority", "naive", "fuzzy", "typical", "top-k", "mars")
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,43 @@ def js_majority(stats: PathStats) -> Verdict:
     return Verdict(a.accept | b.accept, {**a.components, **b.components})
 
 
-CRITERIA: dict[str, Callable[[PathStats], Verdict]] = dict(
-    zip(CRITERION_NAMES, (js_majority, js, majority, majority_strict, naive), strict=True)
-)
+@dataclass(frozen=True)
+class Rule:
+    """One registry entry: how it decides, whether it needs the dropout paths, what it reads, its knob.
+
+    `rule(evidence, knob)` returns its Verdict; a relative's knob defaults to its source's value (KNOBS).
+    """
+
+    name: str
+    decide: Callable[[Evidence, float], Verdict]
+    needs_paths: bool
+    reads: tuple[str, ...]  # the statistics it reads (DropMatch rules: the paths)
+    knob: Knob | None = field(default=None)
+
+    def __call__(self, evidence: Evidence, knob: float | None = None) -> Verdict:
+        if self.needs_paths and evidence.paths is None:
+            raise ValueError(f"{self.name} needs the K dropout paths at these positions")
+        return self.decide(evidence, self.knob.default if knob is None and self.knob else knob)
+
+
+def _on_paths(criterion: Callable[[PathStats], Verdict]) -> Callable[[Evidence, float], Verdict]:
+    return lambda ev, _knob: criterion(ev.paths)
+
+
+def _relative(test, reason: str) -> Callable[[Evidence, float], Verdict]:
+    def decide(ev: Evidence, knob: float) -> Verdict:
+        hit = test(ev, knob)
+        return Verdict(hit, {reason: hit})
+
+    return decide
+
+
+_PATH_RULES = (js_majority, js, majority, majority_strict, naive)
+RULES: dict[str, Rule] = {
+    **{name: Rule(name, _on_paths(fn), True, ("paths",)) for name, fn in zip(DROPMATCH_CRITERIA, _PATH_RULES, strict=True)},
+    **{name: Rule(name, _relative(test, reason), False, reads, KNOBS[name])
+       for name, (test, reason, reads) in RELATIVES.items()},
+}  # fmt: skip
 
 
 def accept_reason(lossless: bool, components: dict[str, bool]) -> str | None:

@@ -15,11 +15,12 @@ from contextlib import contextmanager
 import torch
 from transformers import DynamicCache
 
-from dropmatch.config import DecodeConfig, sampling_temperature
-from dropmatch.criteria import CRITERIA, accepted_length, lossless_greedy, lossless_sampling, residual_sample
+from dropmatch.config import RELAXED_METHODS, DecodeConfig, sampling_temperature
+from dropmatch.criteria import RULES, accepted_length, lossless_greedy, lossless_sampling, residual_sample
+from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, TargetHead, dropout_masks, path_logits
 from dropmatch.models import ModelPair, encode_prompt
-from dropmatch.records import Paths, RoundOutcome, round_records
+from dropmatch.records import Checked, RoundOutcome, round_records
 from dropmatch.trace import RoundRecord, Trace
 
 
@@ -127,27 +128,37 @@ class Decoder:
         return PathStats(logits=pad_vocab(logits, self.target.vocab).cpu(), draft=d[positions],
                          q_logprobs=q_logp[positions], temperature=cfg.temperature, generators=tuple(gens))  # fmt: skip
 
-    def _relax(self, round_: int, d, h, q_logp, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
-        """Per-position decisions with the criterion (OR with lossless, or replacing it), and the paths used
-        ({position: Paths}).
+    def _relax(self, round_: int, d, h, z, q_logp, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
+        """Per-position decisions with the rule (OR with lossless, or replacing it), and what each checked
+        position showed ({position: Checked}).
 
-        Lazy (the default) computes paths only where the decision needs them, in order, until the accepted
-        prefix ends; `evidence` computes every position in one batched product. Same decisions either way.
+        Lazy (the default) checks only the positions the decision needs, in order, until the accepted prefix
+        ends, and computes the K paths only for a rule that reads them. `evidence` checks every drafted
+        position at once, paths included for a relaxed method, so the inspector can show every rule; a
+        lossless run gets the relatives' statistics there too. Same decisions either way.
         """
         cfg, k = self.cfg, len(d)
+        rule = RULES[cfg.criterion] if cfg.method in RELAXED_METHODS else None
         accepts, found = list(lossless), {}
-        if cfg.method != "dropmatch" or k == 0:
+        if k == 0 or (rule is None and not cfg.evidence):
             return accepts, found
         groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (cfg.mode == "or" and lossless[j])]
         for positions in groups:
-            with timer("paths"):
-                stats = self._paths(round_, positions, h, d, q_logp)
-            with timer("criteria"):
-                verdict = CRITERIA[cfg.criterion](stats)
-                hits = verdict.accept.tolist()
+            paths = None
+            if rule is not None and (rule.needs_paths or cfg.evidence):
+                with timer("paths"):
+                    paths = self._paths(round_, positions, h, d, q_logp)
+            ev = Evidence(draft=d[positions], q_logprobs=q_logp[positions], target_logits=z[positions],
+                          temperature=cfg.temperature, paths=paths)  # fmt: skip
+            hits, components = [False] * len(positions), {}
+            if rule is not None:
+                with timer("criteria"):
+                    verdict = rule(ev, cfg.knob)
+                    hits, components = verdict.accept.tolist(), verdict.components
             for row, j in enumerate(positions):
-                found[j] = Paths(stats, row, {name: bool(v[row]) for name, v in verdict.components.items()})
-                accepts[j] = (lossless[j] or hits[row]) if cfg.mode == "or" else hits[row]
+                found[j] = Checked(ev, row, {name: bool(v[row]) for name, v in components.items()})
+                if rule is not None:
+                    accepts[j] = (lossless[j] or hits[row]) if cfg.mode == "or" else hits[row]
             if not cfg.evidence and not accepts[positions[0]]:
                 break  # the accepted prefix ends here: later positions cannot matter
         return accepts, found
@@ -182,8 +193,8 @@ class Decoder:
                 lossless = lossless_greedy(d, z[:k]).tolist()
             else:
                 lossless = lossless_sampling(d, p[:k], q, self.generator).tolist()
-            # 4. DropMatch: K dropout paths where needed, the criterion, OR / replace; the accepted prefix a.
-            accepts, paths = self._relax(t, d, h, q_logp, lossless, timer)
+            # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace; the prefix a.
+            accepts, checked = self._relax(t, d, h, z[:k], q_logp, lossless, timer)
             a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0
             # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
             if a < k:
@@ -193,16 +204,18 @@ class Decoder:
                 extra, kind = self._pick(z[k]), "bonus" if self.draft is not None else "target"
             # 6. Emit up to an end token or the length limit, record the round, cut both caches to the output.
             emitted = self._emit(drafts[:a] + [extra])
-            outcome = RoundOutcome(t, tuple(drafts), tuple(lossless), a, extra, kind, tuple(emitted), paths, cfg.mode)
+            knobs = {cfg.criterion: cfg.knob} if cfg.knob is not None else {}
+            outcome = RoundOutcome(t, tuple(drafts), tuple(lossless), a, extra, kind, tuple(emitted), checked, cfg.mode,
+                                   knobs)  # fmt: skip
             self._record(outcome, z, p, q)
             self.ids += emitted
             for stage in (self.target, self.draft):
                 if stage is not None:
                     stage.cut(len(self.ids) - 1)
-        s = timer.seconds
+        s, with_paths = timer.seconds, sum(c.evidence.paths is not None for c in checked.values())
         self.trace.rounds.append(
-            RoundRecord(round=t, draft_forwards=k, head_products=(k + 1) + cfg.K * len(paths),
-                        path_positions=len(paths), t_draft=s["draft"], t_target=s["target"], t_paths=s["paths"],
+            RoundRecord(round=t, draft_forwards=k, head_products=(k + 1) + cfg.K * with_paths,
+                        path_positions=with_paths, t_draft=s["draft"], t_target=s["target"], t_paths=s["paths"],
                         t_criteria=s["criteria"], t_total=s["total"])  # fmt: skip
         )
         if emitted and emitted[-1] in self.pair.eos_ids:

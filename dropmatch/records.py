@@ -1,26 +1,28 @@
 """The per-token record builder: one round's decisions and tensors become frozen `TokenRecord`s, in one place.
 
 `RoundOutcome` names what a round decided; `round_records` turns it, with the round's distributions and
-path statistics, into one record per drafted position and one for the correction / bonus / target token.
+the evidence each checked position showed (paths, the relatives' statistics), into one record per drafted
+position and one for the correction / bonus / target token.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from dropmatch.criteria import CRITERIA, accept_reason
-from dropmatch.heads import PathStats
+from dropmatch.criteria import RULES, accept_reason
+from dropmatch.evidence import RECORDED, Evidence
 from dropmatch.trace import TokenRecord
 
 
 @dataclass(frozen=True)
-class Paths:
-    """The K paths at one drafted position: row `row` of `stats`, and the criterion's component verdicts there."""
+class Checked:
+    """One drafted position whose evidence was looked at: row `row` of `evidence`, and the run's rule's
+    component verdicts there (empty for a lossless run, which only records the statistics)."""
 
-    stats: PathStats
+    evidence: Evidence
     row: int
     components: Mapping[str, bool]
 
@@ -38,24 +40,25 @@ class RoundOutcome:
     extra: int
     extra_kind: str  # "correction", "bonus" or "target"
     emitted: tuple[int, ...]
-    paths: Mapping[int, Paths]
+    checked: Mapping[int, Checked]
     mode: str  # "or": lossless OR the criterion; "replace": the criterion alone
+    knobs: Mapping[str, float] = field(default_factory=dict)  # the run's relative and its knob, if it runs one
 
 
-def every_rule(stats: PathStats) -> list[dict[str, bool]]:
-    """Every registry rule's decision at each position of `stats`, each rule run once over all positions."""
-    hits = {name: rule(stats).accept.tolist() for name, rule in CRITERIA.items()}
-    return [{name: h[i] for name, h in hits.items()} for i in range(len(stats.draft))]
+def every_rule(ev: Evidence, knobs: Mapping[str, float]) -> list[dict[str, bool]]:
+    """Every registry rule's decision at each position of `ev`, each rule run once over all positions:
+    DropMatch's rules where the paths were computed, every relative at `knobs` (default: its own)."""
+    rules = [r for r in RULES.values() if ev.paths is not None or not r.needs_paths]
+    hits = {r.name: r(ev, knobs.get(r.name)).accept.tolist() for r in rules}
+    return [{name: h[i] for name, h in hits.items()} for i in range(len(ev.draft))]
 
 
-def path_fields(paths: Paths, draft_token: int, verdicts: dict[str, bool] | None = None) -> dict:
-    """The record's path fields at one position: path tokens, votes, majority, JS values, verdicts.
+def path_fields(checked: Checked, draft_token: int, full: bool) -> dict:
+    """The record's path fields at one position: path tokens, votes, majority, JS values.
 
-    Lazy runs record what the chosen criterion computed; evidence mode passes every rule's `verdicts`
-    (from `every_rule`), so the inspector can say what each would have decided.
+    Lazy runs record what the chosen criterion computed; evidence mode records everything.
     """
-    full = verdicts is not None
-    stats, i = paths.stats, paths.row
+    stats, i = checked.evidence.paths, checked.row
     logp = stats.logprobs[i]  # [K, V]
     majority = int(stats.majority[i])
     fields = {
@@ -64,7 +67,6 @@ def path_fields(paths: Paths, draft_token: int, verdicts: dict[str, bool] | None
         "majority": None if majority < 0 else majority,
         "path_p": logp[:, draft_token].exp().tolist(),
         "path_rank": ((logp > logp[:, draft_token : draft_token + 1]).sum(-1) + 1).tolist(),
-        "verdicts": dict(verdicts) if full else dict(paths.components),
     }
     if full or "js_paths" in vars(stats):  # JS values are cached only where a rule needed them
         fields |= {"js_paths": stats.js_paths[i].tolist(), "threshold": float(stats.js_paths[i].max()),
@@ -72,10 +74,17 @@ def path_fields(paths: Paths, draft_token: int, verdicts: dict[str, bool] | None
     return fields
 
 
-def top_union(tokenizer, n: int, draft_token: int, q: torch.Tensor, p: torch.Tensor, paths: Paths) -> dict:
+def rule_stats(checked: Checked, full: bool) -> dict[str, float] | None:
+    """The relatives' statistics at one position: all of them in evidence mode, else those the rule read."""
+    ev, i = checked.evidence, checked.row
+    names = RECORDED if full else [n for n in ev.computed() if n in RECORDED]
+    return {name: float(ev[name][i]) for name in names} or None
+
+
+def top_union(tokenizer, n: int, draft_token: int, q: torch.Tensor, p: torch.Tensor, checked: Checked) -> dict:
     """Probabilities of the draft, the unmasked target, the centroid and each path over the union of
     their top-n tokens (plus the draft token), ordered by the target's probability."""
-    stats, i = paths.stats, paths.row
+    stats, i = checked.evidence.paths, checked.row
     path_probs = stats.logprobs[i].exp()  # [K, V]
     centroid = stats.centroid_logprobs[i].exp()  # [V]
     rows = torch.cat([q[None], p[None], centroid[None], path_probs])  # [K+3, V]
@@ -97,7 +106,7 @@ def _reason(out: RoundOutcome, j: int) -> tuple[str, bool]:
     an accepted token is named by the criterion's component that accepted it."""
     if j >= out.accepted:
         return ("rejected" if j == out.accepted else "skipped"), False
-    components = out.paths[j].components if j in out.paths else {}
+    components = out.checked[j].components if j in out.checked else {}
     reason = accept_reason(out.lossless[j] and out.mode == "or", components)
     assert reason is not None, f"position {j} is accepted with no accepting rule"
     return reason, True
@@ -110,23 +119,26 @@ def round_records(tokenizer, out: RoundOutcome, pieces: list[str], z, p, q, full
     of each emitted token; full: evidence mode (every rule's verdict and the top-N distributions).
     """
     k, a, records = len(out.drafts), out.accepted, []
-    ruled: dict[int, list] = {}  # every rule's verdicts per PathStats object, computed once (evidence mode)
+    ruled: dict[int, list] = {}  # every rule's verdicts per Evidence object, computed once (evidence mode)
     for j, token in enumerate((*out.drafts, out.extra)):
         is_draft = j < k
         row = j if is_draft else a  # the verify position, and the index among emitted tokens
         reason, accepted = _reason(out, j) if is_draft else (out.extra_kind, None)
         emitted = (not is_draft or j < a) and row < len(out.emitted)
         fields = {}
-        if is_draft and j in out.paths:
-            paths = out.paths[j]
-            verdicts = None
+        if is_draft and j in out.checked:
+            checked = out.checked[j]
+            fields["rule_stats"] = rule_stats(checked, full)
+            fields["verdicts"] = dict(checked.components) or None
             if full:
-                if id(paths.stats) not in ruled:
-                    ruled[id(paths.stats)] = every_rule(paths.stats)
-                verdicts = ruled[id(paths.stats)][paths.row]
-            fields = path_fields(paths, token, verdicts)
-            if full:
-                fields["top"] = top_union(tokenizer, top_n, token, q[j], p[j], out.paths[j])
+                key = id(checked.evidence)
+                if key not in ruled:
+                    ruled[key] = every_rule(checked.evidence, out.knobs)
+                fields["verdicts"] = ruled[key][checked.row]
+            if checked.evidence.paths is not None:
+                fields |= path_fields(checked, token, full)
+                if full:
+                    fields["top"] = top_union(tokenizer, top_n, token, q[j], p[j], checked)
         records.append(
             TokenRecord(
                 round=out.round,
@@ -140,6 +152,7 @@ def round_records(tokenizer, out: RoundOutcome, pieces: list[str], z, p, q, full
                 lossless=out.lossless[j] if is_draft else None,
                 q=float(q[row, token]) if row < k else None,
                 p=float(p[row, token]),
+                p_argmax=float(p[row].max()),
                 target_argmax=int(z[row].argmax()),
                 target_rank=int((z[row] > z[row, token]).sum()) + 1,
                 **fields,

@@ -19,7 +19,8 @@ class TokenRecord:
     """One drafted position (kind `draft`) or one token the target emitted (`correction`, `bonus`, `target`).
 
     reason: `exact` (the lossless test accepts), `naive` / `js` / `majority` (a DropMatch criterion accepts
-    what lossless rejects; in replace mode, whatever the criterion accepts), `rejected`, `skipped` (drafted
+    what lossless rejects; in replace mode, whatever the criterion accepts), `fuzzy` / `typical` / `top-k` /
+    `mars` (a relative's rule accepts it, likewise), `rejected`, `skipped` (drafted
     after the first rejection, so not part of the output; the target still scored it, and in evidence mode
     its paths were computed too, for display), `correction`, `bonus`, `target` (target-only decoding).
     emitted: the token is part of the output
@@ -38,6 +39,7 @@ class TokenRecord:
     lossless: bool | None = None  # drafts only: the lossless test's decision at this position
     q: float | None = None  # draft model's probability of the token
     p: float | None = None  # unmasked target's probability of the token
+    p_argmax: float | None = None  # unmasked target's probability of its own top-1 (the cost of a relaxed accept)
     target_argmax: int | None = None
     target_rank: int | None = None  # 1 = the target's top-1
     path_tokens: list[int] | None = None  # each path's top-1 (sampled at T > 0)
@@ -46,7 +48,8 @@ class TokenRecord:
     js_draft: float | None = None  # JS(q || centroid), nats
     js_paths: list[float] | None = None  # JS(p_i || centroid), nats
     threshold: float | None = None  # max_i JS(p_i || centroid)
-    verdicts: dict[str, bool] | None = None  # every rule's decision here: naive, js, majority, majority-strict
+    verdicts: dict[str, bool] | None = None  # the run's rule's components; in evidence mode every rule's decision
+    rule_stats: dict[str, float] | None = None  # the relatives' statistics here (dropmatch.evidence.RECORDED)
     path_p: list[float] | None = None  # probability of the token under each path
     path_rank: list[int] | None = None  # its rank under each path (1 = top-1)
     top: dict | None = None  # {"ids", "texts", "draft", "target", "centroid", "paths"} over the union of top-N

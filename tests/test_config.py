@@ -6,12 +6,12 @@ import sys
 import pytest
 
 from dropmatch.config import CRITERION_NAMES, LIMITS, DecodeConfig, bounded_float, bounded_int
-from dropmatch.criteria import CRITERIA
+from dropmatch.criteria import RULES
 from dropmatch.decode import position_generator
 
 
 def test_the_registry_serves_exactly_the_configured_names():
-    assert tuple(CRITERIA) == CRITERION_NAMES
+    assert tuple(RULES) == CRITERION_NAMES
 
 
 @pytest.mark.parametrize(
@@ -27,12 +27,24 @@ def test_the_registry_serves_exactly_the_configured_names():
         ({"temperature": 5.5}, "temperature must lie in [0, 5]"),
         ({"criterion": "psychic"}, "criterion must be one of js+majority"),
         ({"mode": "and"}, "mode must be one of or, replace"),
+        ({"criterion": "typical"}, "'typical' is not a dropmatch criterion"),
+        ({"method": "relative"}, "'js+majority' is not a relative criterion"),
+        ({"method": "relative", "criterion": "top-k", "knob": 2.5}, "k must be an integer in [1, 1000]"),
+        ({"method": "relative", "criterion": "fuzzy-js", "knob": 0.9}, "threshold must lie in [0, 0.693147]"),
+        ({"method": "relative", "criterion": "typical", "knob": "nan"}, "epsilon must lie in [0, 1]"),
+        ({"method": "dropmatch", "knob": 0.1}, "knob is a relative's setting; dropmatch takes none"),
     ],
 )
 def test_bad_values_are_clear_errors(kwargs, message):
     with pytest.raises(ValueError) as err:
         DecodeConfig(**kwargs)
     assert message in str(err.value)
+
+
+def test_a_relative_records_the_knob_it_used():
+    assert DecodeConfig(method="relative", criterion="typical").knob == 0.09  # Medusa's default, kept in the trace
+    assert DecodeConfig(method="relative", criterion="top-k", knob="3").knob == 3
+    assert DecodeConfig(method="lossless").knob is None
 
 
 def test_every_seed_in_range_gives_a_mask_generator():

@@ -1,20 +1,32 @@
-"""Handcrafted-logit cases with known answers for every criterion, the prefix rule and the lossless tests."""
+"""Handcrafted-logit cases with known answers for every DropMatch criterion, the prefix rule and the lossless tests.
+
+(The relatives' cases are in test_relatives.py.)
+"""
 
 import math
 
 import pytest
 import torch
 
-from dropmatch.criteria import (
-    CRITERIA,
-    accepted_length,
-    lossless_greedy,
-    lossless_sampling,
-    residual_sample,
-)
+from dropmatch.criteria import RULES, accepted_length, lossless_greedy, lossless_sampling, residual_sample
+from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, js_divergence
 
 HI, LO = 10.0, -10.0
+
+
+class _Criteria:
+    """RULES[name] applied to path statistics alone (the DropMatch criteria read nothing else)."""
+
+    def __getitem__(self, name):
+        def rule(stats: PathStats):
+            unmasked = torch.zeros_like(stats.q_logprobs)  # never read by a rule on the paths
+            return RULES[name](Evidence(stats.draft, stats.q_logprobs, unmasked, paths=stats))
+
+        return rule
+
+
+CRITERIA = _Criteria()
 
 
 def paths_voting(votes: list[int], V: int = 4) -> torch.Tensor:

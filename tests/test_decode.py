@@ -222,3 +222,53 @@ def test_replace_mode_labels_accepts_by_the_criterion_and_evidence_marks_skipped
     skipped_full = [r for r in full.records if r.reason == "skipped"]
     assert skipped_full and all(r.verdicts and r.path_tokens for r in skipped_full)  # paths computed, shown
     assert all(r.verdicts is None for r in lazy.records if r.reason == "skipped")  # lazily never computed
+
+
+# ---- the relatives through the same loop ---------------------------------------------------------------
+@pytest.mark.parametrize("criterion, knob", [("top-k", 1), ("mars", 1.0)])
+@pytest.mark.parametrize("mode", ["or", "replace"])
+def test_a_relative_that_relaxes_nothing_reproduces_lossless(noisy_pair, criterion, knob, mode):
+    """top-k with k = 1 and MARS with theta = 1 accept exactly the target's top-1: lossless, in either mode."""
+    lossless = generate(noisy_pair, PROMPTS[0], cfg(method="lossless"))
+    trace = generate(noisy_pair, PROMPTS[0], cfg(method="relative", criterion=criterion, knob=knob, mode=mode))
+    assert trace.token_ids == lossless.token_ids
+    assert metrics.compute(trace)["relaxed_share"] == 0
+
+
+@pytest.mark.parametrize("criterion, knob", [("top-k", 5), ("typical", 0.3), ("fuzzy-tv", 0.9), ("mars", 0.5)])
+def test_a_relative_accepts_at_least_lossless_and_never_computes_paths(noisy_pair, criterion, knob):
+    trace = generate(noisy_pair, PROMPTS[0], cfg(method="relative", criterion=criterion, knob=knob, max_new_tokens=40))
+    relaxed = 0
+    for t, rd in enumerate(trace.rounds):
+        drafts = [r for r in trace.round_records(t) if r.kind == "draft"]
+        assert sum(r.accepted for r in drafts) >= leading_true([r.lossless for r in drafts])
+        relaxed += sum(r.accepted and not r.lossless for r in drafts)
+        assert rd.path_positions == 0 and rd.head_products == len(drafts) + 1  # no K-path products at all
+    assert relaxed > 0
+    reasons = {r.reason for r in trace.records if r.accepted and not r.lossless}
+    assert reasons == {"fuzzy" if criterion.startswith("fuzzy") else criterion}
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_a_relative_decides_the_same_lazily_and_with_full_evidence(noisy_pair, temperature):
+    base = cfg(method="relative", criterion="top-k", knob=2, temperature=temperature, seed=3)
+    lazy, full = generate(noisy_pair, PROMPTS[1], base), generate(noisy_pair, PROMPTS[1], dataclasses.replace(base, evidence=True))
+    assert lazy.token_ids == full.token_ids
+    assert [(r.round, r.pos, r.reason) for r in lazy.records] == [(r.round, r.pos, r.reason) for r in full.records]
+    drafts = [r for r in full.records if r.kind == "draft"]
+    assert all(set(r.rule_stats) == {"entropy", "js_pq", "kl_qp", "tv", "margin"} for r in drafts)
+    assert all(r.path_tokens is not None and set(r.verdicts) >= {"js", "top-k", "mars"} for r in drafts)
+    # the run's rule at the run's knob: every relaxed acceptance it made, and every rejection, agree with it
+    assert all(r.verdicts["top-k"] for r in drafts if r.reason == "top-k")
+    assert all(not r.verdicts["top-k"] for r in drafts if r.reason == "rejected")
+    if temperature == 0:  # (at T = 0.8 the tiny pair's near-uniform p and q pass rejection sampling everywhere)
+        assert any(r.reason == "top-k" for r in drafts) and any(r.reason == "rejected" for r in drafts)
+
+
+def test_a_lossless_run_with_evidence_records_the_relatives_statistics_but_no_paths(noisy_pair):
+    trace = generate(noisy_pair, PROMPTS[0], cfg(method="lossless", evidence=True))
+    drafts = [r for r in trace.records if r.kind == "draft"]
+    assert drafts and all(r.rule_stats and r.path_tokens is None for r in drafts)
+    assert all("js" not in r.verdicts and "top-k" in r.verdicts for r in drafts)  # paths were never computed
+    assert all(rd.path_positions == 0 for rd in trace.rounds)
+    assert trace.token_ids == generate(noisy_pair, PROMPTS[0], cfg(method="lossless")).token_ids

@@ -2,7 +2,8 @@
 
 The file holds, per case, the token ids, every token record and every round's costs (timings left out) of a
 decode on the hermetic tiny pair (noise 0.002) or its noisy twin (noise 0.01): greedy and sampled, lazy and
-evidence, OR and replace mode. Token ids, decisions and reasons must match exactly; floats to 1e-5 (the JS values, a difference of entropies, move by about 1e-6 with the thread count).
+evidence, OR and replace mode (before the relatives joined the registry, so their verdicts and statistics are
+not in it). Token ids, decisions and reasons must match exactly; floats to 1e-5 (the JS values, a difference of entropies, move by about 1e-6 with the thread count).
 """
 
 import json
@@ -50,5 +51,7 @@ def test_decode_matches_the_golden_trace(case, tiny_pair, noisy_pair):
         want = want | {"reason": expected_reason(want, gold["config"])}
         if want["top"] is None:
             got = got | {"top": None}  # the file keeps top-N lists for one case only, to stay small
+        if want["verdicts"] and got["verdicts"]:  # the file predates the relatives: their verdicts are new
+            got = got | {"verdicts": {k: v for k, v in got["verdicts"].items() if k in want["verdicts"]}}
         bad = [k for k in want if not same(got[k], want[k])]
         assert not bad, f"round {want['round']} pos {want['pos']}: {[(k, got[k], want[k]) for k in bad]}"

@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from dropmatch.config import DEFAULT_CRITERION
-from dropmatch.criteria import CRITERIA
+from dropmatch.criteria import RULES
+from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, dropout_masks, path_logits, sparse_complement_logits
 
 
@@ -47,8 +48,9 @@ def run_headbench(hidden: int, vocab: int, K: int, positions: int, device: str, 
     q_logp = torch.log_softmax(torch.randn(positions, vocab, generator=g), -1).to(dev)
     draft = z.argmax(-1)
 
-    def stats(logits):
-        return PathStats(logits=logits, draft=draft, q_logprobs=q_logp)
+    def stats(logits=None) -> Evidence:
+        paths = None if logits is None else PathStats(logits=logits, draft=draft, q_logprobs=q_logp)
+        return Evidence(draft=draft, q_logprobs=q_logp, target_logits=z.float(), paths=paths)
 
     one = slice(0, 1)
     rows = {
@@ -60,11 +62,13 @@ def run_headbench(hidden: int, vocab: int, K: int, positions: int, device: str, 
         W_t = W.t().contiguous()  # [H, V]: a dropped hidden unit is one row
         rows[f"K={K} paths, sparse-complement, all positions"] = lambda: sparse_complement_logits(z, h, W_t, masks, p_drop)
     logits = path_logits(h, head, masks, p_drop)
-    rows[f"K={K} paths + naive, all positions"] = lambda: CRITERIA["naive"](stats(path_logits(h, head, masks, p_drop)))
-    rows[f"K={K} paths + js, all positions"] = lambda: CRITERIA["js"](stats(path_logits(h, head, masks, p_drop)))
-    rule = CRITERIA[DEFAULT_CRITERION]
+    rows[f"K={K} paths + naive, all positions"] = lambda: RULES["naive"](stats(path_logits(h, head, masks, p_drop)))
+    rows[f"K={K} paths + js, all positions"] = lambda: RULES["js"](stats(path_logits(h, head, masks, p_drop)))
+    rule = RULES[DEFAULT_CRITERION]
     rows[f"K={K} paths + {DEFAULT_CRITERION}, all positions"] = lambda: rule(stats(path_logits(h, head, masks, p_drop)))
     rows[f"criteria only: {DEFAULT_CRITERION} on ready paths"] = lambda: rule(stats(logits))
+    for name in ("fuzzy-js", "typical", "mars"):  # the relatives read the unmasked head only: no paths
+        rows[f"relative only: {name}, all positions"] = lambda name=name: RULES[name](stats())
     out = pd.DataFrame({"ms": {name: _timeit(fn, dev, repeat) for name, fn in rows.items()}})
     out["x plain"] = out["ms"] / out.loc["plain head, all positions", "ms"]
     return out
