@@ -19,7 +19,9 @@ import torch
 import transformers
 
 from dropmatch import metrics
-from dropmatch.config import CRITERION_NAMES, DEFAULT_CRITERION, METHODS, MODES, PAPER_SETTING, DecodeConfig
+from dropmatch.config import (
+    CRITERION_NAMES, DEFAULT_CRITERION, KNOBS, METHODS, MODES, PAPER_SETTING, DecodeConfig, criterion_method,
+)  # fmt: skip
 from dropmatch.decode import generate
 from dropmatch.lab import bench, headbench, report, suites, sweep
 from dropmatch.lab.paper import HEAD_COST_MS
@@ -58,7 +60,10 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=int, default=PAPER_SETTING["gamma"], help="draft tokens per round")
     p.add_argument("--k", type=int, default=PAPER_SETTING["K"], help="dropout paths K")
     p.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="dropout rate on the LM-head input")
-    p.add_argument("--criterion", default=DEFAULT_CRITERION, choices=CRITERION_NAMES)
+    p.add_argument("--criterion", default=DEFAULT_CRITERION, choices=CRITERION_NAMES,
+                   help="a DropMatch rule on the K paths, or one of its relatives (which takes --knob)")
+    p.add_argument("--knob", type=float, default=None, help="the relative's one setting (default: its source's): "
+                   + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()))  # fmt: skip
     p.add_argument("--mode", default="or", choices=MODES)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -69,7 +74,9 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
 
 
-def decode_config(args: argparse.Namespace, method: str, evidence: bool = False) -> DecodeConfig:
+def decode_config(args: argparse.Namespace, method: str | None, evidence: bool = False) -> DecodeConfig:
+    """The config of one method from the decode arguments; None = the method that runs --criterion."""
+    method = method or criterion_method(args.criterion)
     return DecodeConfig(
         method=method,
         gamma=args.gamma,
@@ -81,6 +88,7 @@ def decode_config(args: argparse.Namespace, method: str, evidence: bool = False)
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         evidence=evidence,
+        knob=args.knob if method == "relative" else None,
     )
 
 
@@ -108,7 +116,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
     prompts = suites.load_suite(args.prompts, args.limit)
     pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
-    configs = {m: decode_config(args, m) for m in METHODS}
+    configs = {m: decode_config(args, m) for m in ("target", "lossless", criterion_method(args.criterion))}
     df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens)
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
@@ -151,12 +159,13 @@ def _cmd_sweep(args) -> int:
     torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))  # never more threads than usable CPUs
     items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
     grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
-    settings = sweep.design_settings(grid, args.design, args.methods, args.centre)
+    rules = dict(args.rule or [])
+    settings = sweep.design_settings(grid, args.design, args.methods, args.centre, rules)
     for s in settings:
         s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
     run = {"max_new_tokens": args.max_new_tokens, "seed": args.seed, "dtype": args.dtype,
            "target_id": args.target, "draft_id": args.draft}  # fmt: skip
-    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods,
+    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods, "rules": rules,
               "environment": _environment(args)}  # fmt: skip
     sweep.check_manifest(args.out, suite, run, design)
     todo = sweep.pending(args.out, suite, items, settings)
@@ -182,7 +191,8 @@ def _cmd_report(args) -> int:
 def _add_generate(sub) -> None:
     gen = sub.add_parser("generate", help="decode one prompt and print the text and metrics")
     gen.add_argument("--prompt", required=True)
-    gen.add_argument("--method", default="dropmatch", choices=METHODS)
+    gen.add_argument("--method", default=None, choices=METHODS,
+                     help="default: the method that runs --criterion (dropmatch, or relative for a relative)")
     gen.add_argument("--json", default=None, help="write the trace (config, text, ids, records, rounds) and metrics here")
     gen.add_argument("--evidence", action="store_true", help="compute the K paths at every position (for display)")
     _add_decode_args(gen)
@@ -190,7 +200,7 @@ def _add_generate(sub) -> None:
 
 
 def _add_bench(sub) -> None:
-    p = sub.add_parser("bench", help="compare target-only, lossless, DropMatch and assisted generation")
+    p = sub.add_parser("bench", help="compare target-only, lossless, DropMatch (or a relative) and assisted generation")
     p.add_argument("--prompts", required=True, help="a suite: JSONL (id, category, prompt[, chat]) or 'humaneval'")
     p.add_argument("--limit", type=int, default=None, help="first N prompts only")
     p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
@@ -222,8 +232,12 @@ def _add_sweep(sub) -> None:
     p.add_argument("--p-drop", type=values("p_drop"), help="dropout rates, e.g. 0,0.1,0.3 (default: the centre)")
     p.add_argument("--k", dest="K", type=values("K"), help="dropout path counts, e.g. 1,3,5,8")
     p.add_argument("--gamma", type=values("gamma"), help="draft lengths, e.g. 3,5,8")
-    p.add_argument("--criterion", type=values("criterion"), help="acceptance criteria, e.g. js+majority,naive")
-    p.add_argument("--methods", type=values("method"), default=list(sweep.METHODS), help="lossless,dropmatch (default)")
+    p.add_argument("--criterion", type=values("criterion"), help="DropMatch criteria, e.g. js+majority,naive")
+    p.add_argument("--rule", type=_arg(sweep.parse_rule), action="append", metavar="NAME=V1,V2",
+                   help="a relative and its knob values, e.g. typical=0.05,0.09,0.2 (repeat for more relatives); "
+                   f"names: {', '.join(KNOBS)}")  # fmt: skip
+    p.add_argument("--methods", type=values("method"), default=list(sweep.METHODS),
+                   help="lossless,dropmatch,relative (default: all three)")  # fmt: skip
     p.add_argument("--design", choices=("ofat", "grid"), default="ofat",
                    help="ofat: one factor at a time around the centre (default); grid: full cross product")  # fmt: skip
     p.add_argument("--centre", type=_arg(sweep.parse_centre), default=dict(PAPER_SETTING),

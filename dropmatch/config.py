@@ -36,12 +36,15 @@ class Knob:
         return bounded_float(self.name, value, self.lo, self.hi)
 
 
-# The relatives: one knob each (dropmatch.relatives has each rule, its source and its equation).
+# The relatives: one knob each (dropmatch.relatives has each rule, its source and its equation). Defaults come
+# from the sources where they give one (FSD's README uses JS 0.4; Medusa's code epsilon 0.09; MARS's code
+# theta 0.9); the KL and TV thresholds have none there and sit where they relax about as often as DropMatch
+# at its paper setting on the embedded pair; top-k starts at 2.
 LN2 = 0.6931471805599453
 KNOBS = {
     "fuzzy-js": Knob("threshold", 0.4, 0.0, LN2, "accept when JS(p || q) <= threshold (nats); larger relaxes more"),
-    "fuzzy-kl": Knob("threshold", 0.4, 0.0, 100.0, "accept when KL(q || p) <= threshold (nats); larger relaxes more"),
-    "fuzzy-tv": Knob("threshold", 0.4, 0.0, 1.0, "accept when TV(p, q) <= threshold; larger relaxes more"),
+    "fuzzy-kl": Knob("threshold", 1.0, 0.0, 100.0, "accept when KL(q || p) <= threshold (nats); larger relaxes more"),
+    "fuzzy-tv": Knob("threshold", 0.5, 0.0, 1.0, "accept when TV(p, q) <= threshold; larger relaxes more"),
     "typical": Knob("epsilon", 0.09, 0.0, 1.0, "accept when p(d) > min(epsilon, sqrt(epsilon) * exp(-H(p))); "
                     "smaller relaxes more"),
     "top-k": Knob("k", 2, 1, 1000, "accept when d is among the target's k most likely tokens; larger relaxes more",

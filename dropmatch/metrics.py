@@ -6,8 +6,10 @@ pooled tau over several runs; the lab and the figures call these, never a copy.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from dropmatch.trace import Trace
@@ -30,6 +32,16 @@ DEFINITIONS = {
     "speedup": "tokens/s / tokens/s of the baseline on the same prompt",
     "first_divergence": "first generated position (0-based) where the output departs from the baseline's; None if it never does",
     "equal_share": "share of positions up to the shorter output where the two outputs hold the same token",
+    "length_ratio": "lambda = N / N of the baseline (lossless) on the same prompt: how much longer the output runs",
+    "capped": "the run hit max_new_tokens (1) rather than ending on an end token or a stop sequence (0)",
+    "loop": "the output holds a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens (1/0)",
+    "loop_relaxed": "a repetition loop holds at least one relaxed acceptance (1/0; empty when there is no loop)",
+    "relaxed_cost_mean": "mean cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked "
+                         "target, nats (0 = the target's own choice)",
+    "relaxed_cost_sum": "total cost of the run's relaxed acceptances, nats",
+    "relaxed_emitted": "relaxed acceptances in the output (drafts lossless would have rejected)",
+    "mean_logp": "mean log-probability of the emitted tokens under the unmasked target, nats (higher = more "
+                 "the target's own text)",
 }
 
 
@@ -46,8 +58,47 @@ def round_stats(trace: Trace) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows.values(), key=lambda r: r["round"]), columns=["round", "k", "a", "e", "relaxed"])
 
 
+def repetition_loop(ids: Sequence, min_repeats: int = 3, min_tokens: int = 15) -> tuple[int, int, int] | None:
+    """The longest stretch of `ids` that repeats one span back to back: (start, span length, stretch length).
+
+    A stretch of period L is where ids[i] == ids[i + L] holds run after run; it counts as a loop when it holds
+    at least `min_repeats` copies of the span (length >= min_repeats * L) and covers at least `min_tokens`
+    tokens. None when there is no loop.
+    """
+    x = np.asarray(ids)
+    best = None
+    for L in range(1, len(x) // min_repeats + 1):
+        same = np.concatenate([[False], x[L:] == x[:-L], [False]])
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))  # run starts and ends, alternating
+        for start, end in zip(edges[::2], edges[1::2]):
+            length = end - start + L  # the run of equal pairs plus the span it copies
+            if length >= max(min_repeats * L, min_tokens) and (best is None or length > best[2]):
+                best = (int(start), L, int(length))
+    return best
+
+
+def quality(trace: Trace) -> dict:
+    """Quality measures of one run from its trace alone: cap-out, repetition loop (and whether a relaxed
+    acceptance sits inside it), the cost of the relaxed acceptances and the target's log-probability of the text."""
+    emitted = [r for r in trace.records if r.emitted]
+    relaxed = [i for i, r in enumerate(emitted) if r.kind == "draft" and r.accepted and not r.lossless]
+    costs = [math.log(emitted[i].p_argmax) - math.log(emitted[i].p) for i in relaxed
+             if emitted[i].p_argmax is not None and emitted[i].p]  # fmt: skip
+    loop = repetition_loop(trace.token_ids)
+    logps = [math.log(r.p) for r in emitted if r.p]
+    return {
+        "capped": int(trace.finish == "length"),
+        "loop": int(loop is not None),
+        "loop_relaxed": None if loop is None else int(any(loop[0] <= i < loop[0] + loop[2] for i in relaxed)),
+        "relaxed_cost_mean": sum(costs) / len(costs) if costs else None,
+        "relaxed_cost_sum": sum(costs),
+        "relaxed_emitted": len(costs),
+        "mean_logp": sum(logps) / len(logps) if logps else None,
+    }
+
+
 def compute(trace: Trace) -> dict:
-    """All scalar metrics of one trace (plain Python values)."""
+    """All scalar metrics of one trace (plain Python values), speed and quality."""
     rs = round_stats(trace)
     T = len(rs)
     N = int(rs["e"].sum())
@@ -72,7 +123,7 @@ def compute(trace: Trace) -> dict:
         "wall_s": wall,
         "tokens_per_s": N / wall if wall > 0 else 0.0,
         "overhead_share": overhead / wall if wall > 0 else 0.0,
-    }
+    } | quality(trace)
 
 
 def divergence(ids: Sequence, baseline: Sequence) -> tuple[int | None, float]:
@@ -93,10 +144,12 @@ def pooled_tau(n_tokens, target_forwards) -> float:
 
 
 def compare(trace: Trace, baseline: Trace) -> dict:
-    """Speedup and lossiness of `trace` against `baseline` (same prompt)."""
+    """Speedup, lossiness and length ratio of `trace` against `baseline` (same prompt)."""
     first, equal = divergence(trace.token_ids, baseline.token_ids)
     mine, theirs = compute(trace)["tokens_per_s"], compute(baseline)["tokens_per_s"]
-    return {"speedup": mine / theirs if theirs > 0 else None, "first_divergence": first, "equal_share": equal}
+    n, n_base = len(trace.token_ids), len(baseline.token_ids)
+    return {"speedup": mine / theirs if theirs > 0 else None, "first_divergence": first, "equal_share": equal,
+            "length_ratio": n / n_base if n_base else None}  # fmt: skip
 
 
 def token_table(trace: Trace) -> pd.DataFrame:
@@ -105,7 +158,8 @@ def token_table(trace: Trace) -> pd.DataFrame:
     if df.empty:
         return df
     return df.drop(columns=["top"]).assign(
-        **{c: df[c].map(lambda v: None if v is None else str(v)) for c in ("path_tokens", "votes", "js_paths", "verdicts", "path_p", "path_rank")}
+        **{c: df[c].map(lambda v: None if v is None else str(v))
+           for c in ("path_tokens", "votes", "js_paths", "verdicts", "path_p", "path_rank", "rule_stats")}
     )
 
 

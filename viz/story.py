@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dropmatch.trace import TokenRecord, Trace
 from viz.steps import STAGES
-from viz.theme import REASON_LABELS, SEMANTIC, code
+from viz.theme import REASON_LABELS, RELAXED, code
 
 
 def _tok(rec: TokenRecord) -> str:
@@ -39,10 +39,10 @@ def _criteria_line(trace: Trace, drafts: list[TokenRecord]) -> str:
 
 def _prefix_line(drafts: list[TokenRecord]) -> str:
     a = sum(bool(r.accepted) for r in drafts)
-    relaxed = sum(r.reason in SEMANTIC for r in drafts)
+    relaxed = sum(r.reason in RELAXED for r in drafts)
     first = next((r for r in drafts if r.reason == "rejected"), None)
     text = f"The accepted prefix is the longest run of accepts: **{a} of {len(drafts)}** drafts"
-    text += f", {relaxed} of them semantic acceptances lossless would have rejected." if relaxed else "."
+    text += f", {relaxed} of them relaxed acceptances lossless would have rejected." if relaxed else "."
     if first is not None:
         text += f" The first rejection, {_tok(first)} at position {first.pos}, discards everything after it."
     return text

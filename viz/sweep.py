@@ -12,29 +12,23 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from dropmatch.config import FACTORS, PAPER_SETTING
+from dropmatch.config import FACTORS
 from dropmatch.metrics import pooled_tau
-from viz.theme import METHOD_COLORS, message_figure, style
+from dropmatch.tradeoff import KNOB_NAMES, MEASURES, centre, pareto_front, setting_points
+from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420
-COLORS = {"lossless": METHOD_COLORS["lossless"], "dropmatch": METHOD_COLORS["DropMatch"]}
+COLORS = {"lossless": METHOD_COLORS["lossless"], "dropmatch": METHOD_COLORS["DropMatch"], "relative": "#0d9488"}
+SETTING_KEYS = ["method", "gamma", "K", "p_drop", "criterion", "knob"]
 LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
 
 
-def centre(df: pd.DataFrame) -> dict:
-    """The held value of each factor: its most frequent value among DropMatch rows; on a tie (a sweep that
-    ran each value equally often) the paper's setting when it is one of them, else the smallest."""
-    dm = df[df["method"] == "dropmatch"]
-    if dm.empty:
-        return {}
-    modes = {f: list(dm[f].mode()) for f in FACTORS}
-    return {f: PAPER_SETTING[f] if PAPER_SETTING[f] in modes[f] else modes[f][0] for f in FACTORS}
-
-
 def label(row) -> str:
-    """A short name for a setting: "lossless γ5" or "DropMatch γ5 K5 p0.3 js+majority"."""
+    """A short name for a setting: "lossless γ5", "DropMatch γ5 K5 p0.3 js+majority" or "typical γ5 epsilon=0.09"."""
     if row["method"] == "lossless":
         return f"lossless γ{int(row['gamma'])}"
+    if row["method"] == "relative":
+        return f"{row['criterion']} γ{int(row['gamma'])} {KNOB_NAMES[row['criterion']]}={row['knob']:g}"
     return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}"
 
 
@@ -47,6 +41,8 @@ def short_labels(pts: pd.DataFrame) -> pd.Series:
     def one(row) -> str:
         if row["method"] == "lossless":
             return f"lossless γ{int(row['gamma'])}" if "gamma" in vary else "lossless"
+        if row["method"] == "relative":
+            return f"{row['criterion']} {row['knob']:g}"
         parts = [str(row[f]) if f == "criterion" else f"{prefix[f]}{row[f]:g}" for f in vary]
         return " ".join(parts) or "DropMatch"
 
@@ -136,8 +132,7 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     scored = df.dropna(subset=["score"])
     if scored.empty:
         return _empty(title, "this sweep has no task score (HumanEval has one)")
-    keys = ["method", "gamma", "K", "p_drop", "criterion"]
-    g = scored.groupby(keys, dropna=False)
+    g = scored.groupby(SETTING_KEYS, dropna=False)
     pts = g["score"].agg(["mean", "size"]).rename(columns={"mean": "score", "size": "problems"})
     pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))
     pts = pts.reset_index()
@@ -182,8 +177,7 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
     rows = df.dropna(subset=["equal_share"])
     if rows.empty or not (rows["method"] == "dropmatch").any():
         return _empty(title, "no DropMatch rows with a lossless baseline")
-    keys = ["method", "gamma", "K", "p_drop", "criterion"]
-    g = rows.groupby(keys, dropna=False)
+    g = rows.groupby(SETTING_KEYS, dropna=False)
     pts = g["equal_share"].median().rename("equal_share").to_frame()
     pts["first_divergence"] = g["first_divergence"].median()
     pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))
@@ -203,6 +197,51 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
     )
 
 
+def rule_color(rule: str) -> str:
+    return METHOD_COLORS["DropMatch"] if rule.startswith("DropMatch") else RULE_COLORS.get(rule, "#475569")
+
+
+def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
+    """Pooled tau against one quality measure per setting, one curve per rule (DropMatch over p_drop, each
+    relative over its knob, lossless a point); rings mark the Pareto front (no other point is both faster
+    and better on the measure)."""
+    about = MEASURES[measure]
+    title = f"Speed vs {about.label}, one curve per rule"
+    pts = setting_points(df).dropna(subset=[measure, "tau"])
+    if pts.empty:
+        return _empty(title, f"no setting of this sweep has {about.label}")
+    pts = pts.assign(front=pareto_front(pts, measure))
+    fig = go.Figure()
+    for rule, curve in pts.groupby("rule", sort=False):
+        curve = curve.sort_values("knob")
+        name = curve["knob_name"].iloc[0]
+        text = [f"{k:g}" if pd.notna(k) else "" for k in curve["knob"]]
+        hover = [f"<b>{rule}</b>" + (f" · {name} = {k:g}" if pd.notna(k) else "") + f"<br>tau {t:.2f} · {about.label} "
+                 f"{v:.3g}<br>{n:.0f} prompts" + ("<br><b>on the Pareto front</b>" if f else "")
+                 for k, t, v, n, f in zip(curve["knob"], curve["tau"], curve[measure], curve["prompts"], curve["front"])]
+        color = rule_color(rule)
+        fig.add_scatter(x=curve["tau"], y=curve[measure], mode="lines+markers+text", name=rule, text=text,
+                        textposition="top center", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+                        line={"color": color, "width": 2}, textfont={"color": color, "size": 10},
+                        marker={"size": [14 if f else 9 for f in curve["front"]], "color": color,
+                                "line": {"width": [3 if f else 0 for f in curve["front"]], "color": "#111827"}})
+    fig.add_scatter(x=[None], y=[None], mode="markers", name="Pareto front (ringed)",
+                    marker={"size": 14, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": "#111827"}})
+    direction = {"higher": "higher is better", "lower": "lower is better", "one": "1 = as long as lossless"}
+    return style(fig, title, HEIGHT + 60).update_layout(
+        xaxis_title="tau (pooled: sum N / sum T)", yaxis_title=f"{about.label} ({direction[about.better]})",
+        legend={"orientation": "h", "y": -0.2, "x": 0}, meta={"measure": measure, "front": pts["front"].tolist()},
+    )
+
+
+def tradeoff_measures(df: pd.DataFrame) -> list[str]:
+    """The quality measures this sweep can plot against tau (a relative or a second DropMatch point to compare)."""
+    pts = setting_points(df)
+    if pts["rule"].nunique() < 2:
+        return []
+    return [m for m in MEASURES if pts[m].notna().sum() >= 2]
+
+
 def relevant(df: pd.DataFrame) -> list[str]:
     """Names of the figures that have something to show for this table: a varied factor, a score, categories."""
     shows = {
@@ -212,6 +251,7 @@ def relevant(df: pd.DataFrame) -> list[str]:
         "score_vs_tau": df["score"].notna().any(),
         "category_bars": df["category"].nunique() > 1 and not held(df).empty,
         "lossiness_vs_tau": df["equal_share"].notna().any() and (df["method"] == "dropmatch").any(),
+        "tradeoff": (df["method"] == "relative").any() and bool(tradeoff_measures(df)),
     }
     return [name for name in FIGURES if shows[name]]
 
@@ -224,4 +264,5 @@ FIGURES = {
     "score_vs_tau": score_vs_tau,
     "category_bars": category_bars,
     "lossiness_vs_tau": lossiness_vs_tau,
+    "tradeoff": lambda df: tradeoff(df, tradeoff_measures(df)[0] if tradeoff_measures(df) else "score"),
 }

@@ -14,6 +14,10 @@ REASON_COLORS = {
     "naive": "#fcd34d",
     "js": "#c4b5fd",
     "majority": "#f9a8d4",
+    "fuzzy": "#99f6e4",
+    "typical": "#fde68a",
+    "top-k": "#d9f99d",
+    "mars": "#a5f3fc",
     "correction": "#fdba74",
     "bonus": "#93c5fd",
     "rejected": "#f87171",
@@ -25,6 +29,10 @@ REASON_LABELS = {
     "naive": "semantic: naive",
     "js": "semantic: JS",
     "majority": "semantic: majority",
+    "fuzzy": "relative: Fuzzy SD",
+    "typical": "relative: typical",
+    "top-k": "relative: top-k",
+    "mars": "relative: MARS",
     "correction": "correction",
     "bonus": "bonus",
     "rejected": "rejected draft",
@@ -36,6 +44,10 @@ REASON_HELP = {
     "naive": "lossless rejects it, but it is the top-1 of at least one dropout path",
     "js": "lossless rejects it, but JS(q || centroid) <= max_i JS(p_i || centroid)",
     "majority": "lossless rejects it, but it is the plurality top-1 of the K paths",
+    "fuzzy": "lossless rejects it, but the divergence between p and q is under the threshold (Fuzzy SD)",
+    "typical": "lossless rejects it, but p(d) > min(epsilon, sqrt(epsilon) exp(-H(p))) (Medusa typical acceptance)",
+    "top-k": "lossless rejects it, but it is among the target's k most likely tokens",
+    "mars": "lossless rejects it, but it is the target's second token where z2 / z1 > theta (MARS)",
     "correction": "emitted by the unmasked target head at the first rejected position",
     "bonus": "emitted by the unmasked target head after all drafts were accepted",
     "rejected": "the first draft token no rule accepts; the correction replaces it",
@@ -43,13 +55,18 @@ REASON_HELP = {
     "target": "emitted by target-only decoding",
 }
 SEMANTIC = ("naive", "js", "majority")
-OUTPUT_REASONS = ("exact", "naive", "js", "majority", "correction", "bonus", "target")
+RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars")
+RELAXED = (*SEMANTIC, *RELATIVE_REASONS)  # every reason a lossless-rejected draft can be accepted for
+OUTPUT_REASONS = ("exact", *SEMANTIC, *RELATIVE_REASONS, "correction", "bonus", "target")
 
 DIVERGENCE_LABEL = "first divergence"
 DIVERGENCE_COLOR = "#111827"
 DIVERGENCE_MARK = "»"
 
 METHOD_COLORS = {"DropMatch": "#7c3aed", "lossless": "#64748b"}
+# One line colour per rule in the trade-off figures: DropMatch's purple, lossless grey, a hue per relative.
+RULE_COLORS = {"lossless": "#64748b", "fuzzy-js": "#0d9488", "fuzzy-kl": "#0891b2", "fuzzy-tv": "#2563eb",
+               "typical": "#d97706", "top-k": "#65a30d", "mars": "#db2777"}  # fmt: skip
 ACCEPT_COLOR = "#16a34a"
 REJECT_COLOR = "#dc2626"
 NEUTRAL_COLOR = "#f1f5f9"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dropmatch.metrics import compare
 from dropmatch.trace import TokenRecord, Trace
-from viz.theme import DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_LABELS, SEMANTIC, code
+from viz.theme import DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_LABELS, RELAXED, SEMANTIC, code
 
 
 def emitted_indices(trace: Trace) -> list[int]:
@@ -64,6 +64,8 @@ def caption(trace: Trace, rec: TokenRecord) -> str:
         lines.append(f"Draft token {verdict}; the lossless test {lossless} it.")
         if rec.reason in SEMANTIC:
             lines.append(f"A **semantic acceptance**: `{rec.reason}` accepted what lossless would have rejected.")
+        elif rec.reason in RELAXED:
+            lines.append(f"A **relaxed acceptance** by a relative (`{rec.reason}`): lossless would have rejected it.")
     elif rec.kind == "correction":
         old = replaced_draft(trace, rec)
         if old is not None:

@@ -20,7 +20,9 @@ from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
 from dropmatch.metrics import DEFINITIONS, pooled_tau
-from viz.sweep import FIGURES, centre, held, relevant
+from dropmatch.tradeoff import MEASURES, matched_table
+from viz.sweep import FIGURES, centre, held, relevant, tradeoff, tradeoff_measures
+
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score."""
@@ -28,12 +30,21 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby(keys, dropna=False, sort=True)
     medians = ["tau", "acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence",
                "equal_share", "loadavg"]  # fmt: skip
-    out = g[medians].median()
+    out = g[[*medians, "length_ratio"]].median()
     out.insert(0, "prompts", g.size())
     out.insert(2, "tau_pooled", g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"])))
     out["score"] = g["score"].mean()
-    order = ["suite", "gamma", "method", "K", "p_drop", "criterion"]  # lossless before DropMatch at each gamma
-    return out.reset_index().sort_values(order, ascending=[True, True, False, True, True, True], ignore_index=True)
+    for rate in ("capped", "loop", "loop_relaxed"):  # shares of runs (of looping runs for loop_relaxed)
+        out[rate] = g[rate].mean()
+    out["relaxed_cost_mean"] = g.apply(lambda rows: rows["relaxed_cost_sum"].sum() / rows["relaxed_emitted"].sum()
+                                       if rows["relaxed_emitted"].sum() > 0 else float("nan"))  # fmt: skip
+    out["mean_logp"] = g["mean_logp"].mean()
+    # lossless first at each gamma, then DropMatch, then the relatives
+    order = ["suite", "gamma", "method", "K", "p_drop", "criterion", "knob"]
+    rank = {"lossless": 0, "dropmatch": 1, "relative": 2}
+    out = out.reset_index()
+    out = out.sort_values(order, key=lambda c: c.map(rank) if c.name == "method" else c, ignore_index=True)
+    return out.dropna(axis=1, how="all")
 
 
 def _pooled(rows: pd.DataFrame) -> float:
@@ -155,7 +166,21 @@ COLUMN_DEFINITIONS = (
         "gamma": "γ, draft tokens proposed per round",
         "K": "number of Monte Carlo dropout paths on the target's LM head",
         "p_drop": "dropout rate on the LM-head input of each path",
-        "criterion": "DropMatch's acceptance rule on the paths",
+        "criterion": "the acceptance rule: a DropMatch criterion on the paths, or a relative",
+        "knob": "a relative's one setting (threshold, epsilon, k or theta; dropmatch.config.KNOBS)",
+        "length_ratio": "λ, median over prompts of N / N lossless on the same prompt and γ",
+        "capped": "share of runs that hit max_new_tokens",
+        "loop": "share of runs with a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens",
+        "loop_relaxed": "share of looping runs whose loop holds a relaxed acceptance",
+        "relaxed_cost_mean": "cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked target "
+                             "(nats), pooled over every relaxed acceptance in the output",
+        "mean_logp": "mean over runs of the mean log-probability of the emitted tokens under the unmasked target, nats",
+        "rule": "lossless, a DropMatch criterion, or a relative (Fuzzy SD, typical acceptance, top-k, MARS)",
+        "knob_name": "the name of the rule's knob",
+        "tau_target": "pooled tau of DropMatch at the reference setting (K 5, p_drop 0.3, js+majority): the tau matched",
+        "basis": "how the knob and the values were found: measured, interpolated between two measured knobs, or not "
+                 "reached in the knob range run",
+        "equal_share": "median share of tokens equal to lossless (same prompt and γ)",
         "prompts": "prompts (cells) behind this row",
         "tau_pooled": "sum N / sum T over this row's prompts: tokens per target forward, pooled",
         "loadavg": "1-minute system load when the cell finished: how contended its timings were",
@@ -205,7 +230,8 @@ def _settings(manifest: dict) -> pd.DataFrame:
         rows.append(
             {"suite": suite, **run, "weights": weights, "design": design.get("design"),
              "centre": " ".join(f"{k}={v}" for k, v in (design.get("centre") or {}).items()),
-             "varied": "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in (design.get("grid") or {}).items() if v),
+             "varied": "; ".join(f"{k}: {', '.join(map(str, v))}"
+                                 for k, v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.items() if v),
              "environment": ", ".join(f"{k} {v}" for k, v in (design.get("environment") or {}).items())}
         )  # fmt: skip
     return pd.DataFrame(rows)
@@ -243,12 +269,38 @@ def _samples(part: pd.DataFrame, n: int = 3) -> str:
     return f"<div class=scroll>{styled.set_table_attributes('class=samples').to_html()}</div>"
 
 
+MATCHED_NOTE = (
+    "Each relative at the knob where its pooled tau equals DropMatch's at the reference setting, and its quality "
+    "there (interpolated linearly between the two measured knobs around it, or measured where it ran). Lower cost, "
+    "fewer loops, λ nearer 1, more equal tokens and a higher score mean the same speed bought with less damage."
+)
+
+
+def _figure_html(figure, div_id: str, inline_js: bool) -> str:
+    return figure.to_html(full_html=False, include_plotlyjs=inline_js, div_id=div_id)
+
+
+def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
+    """The matched-tau table and one speed / quality figure per measure, where the sweep ran relatives."""
+    if not (part["method"] == "relative").any():
+        return ""
+    out = [f"<h3>DropMatch beside its relatives</h3><p class=note>{MATCHED_NOTE}</p>"]
+    matched = matched_table(part)
+    if len(matched):
+        out.append(table_html(matched))
+    for i, measure in enumerate(tradeoff_measures(part)):
+        out.append(_figure_html(tradeoff(part, measure), f"{suite}-tradeoff-{measure}", inline_js and i == 0))
+    return "".join(out)
+
+
 def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     parts = [f"<h2>Suite: {html.escape(str(suite))} ({part['prompt_id'].nunique()} prompts)</h2>"]
-    for i, name in enumerate(relevant(part)):
-        figure = FIGURES[name](part)
-        parts.append(figure.to_html(full_html=False, include_plotlyjs=inline_js and i == 0, div_id=f"{suite}-{name}"))
-    parts.append("<h3>Per setting (medians over prompts)</h3>" + table_html(summary(part).drop(columns=["suite"])))
+    names = [name for name in relevant(part) if name != "tradeoff"]  # the trade-off gets its own section
+    for i, name in enumerate(names):
+        parts.append(_figure_html(FIGURES[name](part), f"{suite}-{name}", inline_js and i == 0))
+    parts.append(_tradeoff_section(suite, part, inline_js and not names))
+    parts.append("<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>"
+                 + table_html(summary(part).drop(columns=["suite"])))
     if centre(part):
         parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(_per_category(part)))
         parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(part))

@@ -2,7 +2,8 @@
 
 A sweep runs every (prompt, setting) cell once. Settings come from a design around a centre (the paper's
 gamma 5, K 5, p_drop 0.3): `ofat` varies one factor at a time, `grid` takes the full cross product; lossless
-runs once per (prompt, gamma) as the baseline. Each finished cell appends one JSON row to `cells.jsonl`, so
+runs once per (prompt, gamma) as the baseline; each relative runs at the centre's gamma at every knob value
+asked for (`rules`). Each finished cell appends one JSON row to `cells.jsonl`, so
 an interrupted sweep resumes where it stopped. `load_sweep` turns that log into the tidy table, with
 speedup, tau gain and lossiness joined from the lossless row of the same prompt and gamma.
 """
@@ -21,20 +22,21 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dropmatch.config import CRITERION_NAMES, FACTORS, LIMITS, PAPER_SETTING, DecodeConfig
+from dropmatch.config import DROPMATCH_CRITERIA, FACTORS, KNOBS, LIMITS, PAPER_SETTING, DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
 from dropmatch.metrics import compute, divergence
 
 CELLS, MANIFEST, TABLE = "cells.jsonl", "sweep.json", "table.csv"
-METHODS = ("lossless", "dropmatch")  # a sweep's baseline and the method it varies
+METHODS = ("lossless", "dropmatch", "relative")  # a sweep's baseline, the method it varies, and the relatives
+QUALITY = ("capped", "loop", "loop_relaxed", "relaxed_cost_mean", "relaxed_cost_sum", "relaxed_emitted", "mean_logp")
 METRICS = ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwards", "drafted", "accepted_drafts",
-           "head_products", "wall_s", "tokens_per_s", "overhead_share")  # fmt: skip
-SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion")
+           "head_products", "wall_s", "tokens_per_s", "overhead_share", *QUALITY)  # fmt: skip
+SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")
 RUN_COLUMNS = ("max_new_tokens", "seed", "dtype", "target_id", "draft_id")
 COLUMNS = ("key", "suite", "prompt_id", "category", *SETTING_COLUMNS, *RUN_COLUMNS, *METRICS, "cpu_s",
            "tokens_per_cpu_s", "loadavg", "finish", "score", "score_result", "output_ids", "text")  # fmt: skip
-DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share")
+DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share", "length_ratio")
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
 
 
@@ -42,7 +44,7 @@ Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -
 def _check(factor: str, text: str):
     """One value of a factor, converted and range-checked."""
     if factor in ("criterion", "method"):
-        allowed = CRITERION_NAMES if factor == "criterion" else METHODS
+        allowed = DROPMATCH_CRITERIA if factor == "criterion" else METHODS
         if text not in allowed:
             raise ValueError(f"{factor} {text!r} is not one of {', '.join(allowed)}")
         return text
@@ -67,6 +69,18 @@ def parse_values(text: str, factor: str) -> list:
     return list(dict.fromkeys(_check(factor, s) for s in parts))
 
 
+def parse_rule(text: str) -> tuple[str, list[float]]:
+    """A relative and its knob values: "typical=0.05,0.09,0.2" -> ("typical", [0.05, 0.09, 0.2]), each checked."""
+    name, sep, values = str(text).partition("=")
+    name = name.strip()
+    if not sep or name not in KNOBS:
+        raise ValueError(f"rule: expected NAME=V1,V2,... with NAME one of {', '.join(KNOBS)}; got {text!r}")
+    parts = [v.strip() for v in values.split(",")]
+    if not all(parts):
+        raise ValueError(f"rule {name}: expected a comma-separated list of {KNOBS[name].name} values, got {values!r}")
+    return name, list(dict.fromkeys(KNOBS[name].check(v) for v in parts))
+
+
 def parse_centre(text: str) -> dict:
     """Override centre values: "gamma=8,p_drop=0.2" (the rest stay at the paper's setting)."""
     centre = dict(PAPER_SETTING)
@@ -80,30 +94,36 @@ def parse_centre(text: str) -> dict:
 
 @dataclass(frozen=True)
 class Setting:
-    """One column of the sweep: lossless needs only gamma; DropMatch adds K, p_drop and the criterion."""
+    """One column of the sweep: lossless needs only gamma; DropMatch adds K, p_drop and the criterion; a
+    relative adds its criterion and knob."""
 
     method: str
     gamma: int
     K: int | None = None
     p_drop: float | None = None
     criterion: str | None = None
+    knob: float | None = None
 
     def key(self, suite: str, prompt_id: str) -> str:
         parts = [suite, prompt_id, self.method, f"g{self.gamma}"]
         if self.method == "dropmatch":
             parts += [f"K{self.K}", f"p{self.p_drop:g}", str(self.criterion)]
+        elif self.method == "relative":
+            parts += [f"{self.criterion}={self.knob:g}"]
         return "|".join(parts)
 
     def config(self, max_new_tokens: int, seed: int = 0) -> DecodeConfig:
-        extra = {k: v for k, v in asdict(self).items() if k in FACTORS and v is not None}
+        extra = {k: v for k, v in asdict(self).items() if k in (*FACTORS, "knob") and v is not None}
         return DecodeConfig(method=self.method, max_new_tokens=max_new_tokens, seed=seed, **extra)
 
 
-def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: dict = PAPER_SETTING) -> list[Setting]:
-    """Settings of a design: lossless once per gamma first, then the DropMatch points.
+def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: dict = PAPER_SETTING,
+                    rules: dict | None = None) -> list[Setting]:  # fmt: skip
+    """Settings of a design: lossless once per gamma first, then the DropMatch points, then the relatives.
 
     grid maps a factor to its values (a missing factor stays at the centre). `ofat` = the centre plus each
-    factor varied alone; `grid` = the full cross product.
+    factor varied alone; `grid` = the full cross product. rules maps a relative to its knob values; each
+    runs at the centre's gamma.
     """
     values = {f: list(grid.get(f) or [centre[f]]) for f in FACTORS}
     if design == "grid":
@@ -117,7 +137,10 @@ def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: d
         raise ValueError(f"methods must be a non-empty subset of {', '.join(METHODS)}; got {', '.join(methods)}")
     lossless = [Setting("lossless", g) for g in dict.fromkeys(p["gamma"] for p in points)]
     dropmatch = list(dict.fromkeys(Setting("dropmatch", **p) for p in points))
-    return (lossless if "lossless" in methods else []) + (dropmatch if "dropmatch" in methods else [])
+    relatives = [Setting("relative", centre["gamma"], criterion=name, knob=knob)
+                 for name, knobs in (rules or {}).items() for knob in knobs]  # fmt: skip
+    return ((lossless if "lossless" in methods else []) + (dropmatch if "dropmatch" in methods else [])
+            + (relatives if "relative" in methods else []))  # fmt: skip
 
 
 # ---- the resumable runner -----------------------------------------------------------------------
@@ -224,9 +247,11 @@ def ids_divergence(ids: str, baseline: str) -> tuple[float, float]:
 def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
     """Join each row with the lossless row of the same suite, prompt and gamma: tau gain, speedup, lossiness."""
     on = ["suite", "prompt_id", "gamma"]
-    base = cells.loc[cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids"]]
+    base = cells.loc[cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids",
+                                                     "n_tokens"]]  # fmt: skip
     df = cells.merge(base, on=on, how="left", suffixes=("", "_lossless"))
     df["tau_gain"] = df["tau"] / df["tau_lossless"] - 1
+    df["length_ratio"] = df["n_tokens"] / df["n_tokens_lossless"]
     df["speedup"] = df["tokens_per_s"] / df["tokens_per_s_lossless"]
     df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"]
     pairs = [ids_divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]

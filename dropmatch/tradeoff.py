@@ -1,0 +1,189 @@
+"""Speed against quality across acceptance rules: per-setting points, the Pareto front, the matched-tau table.
+
+Input is a sweep's tidy table (one row per prompt x setting, `dropmatch.lab.sweep.load_sweep`). A *rule* is
+one curve: lossless (a point), each DropMatch criterion over p_drop (its knob) at the centre's gamma and K,
+and each relative over its own knob at the same gamma. Every point pools or aggregates its prompts as
+`MEASURES` says; the Pareto front and the matched-tau comparison read those points. Pure pandas: no model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING
+from dropmatch.metrics import pooled_tau
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A quality measure per setting: how prompts are combined, and which way is better."""
+
+    label: str
+    better: str  # "higher", "lower", or "one" (closest to 1)
+    about: str
+
+
+MEASURES = {
+    "score": Measure("task score (pass@1)", "higher", "mean task score over problems"),
+    "equal_share": Measure("tokens equal to lossless", "higher", "median share of tokens equal to lossless"),
+    "length_ratio": Measure("length ratio λ", "one", "median N / N lossless on the same prompt"),
+    "loop": Measure("runs with a repetition loop", "lower", "share of runs with a loop (a span repeated >= 3 "
+                    "times covering >= 15 tokens)"),
+    "loop_relaxed": Measure("loops holding a relaxed acceptance", "lower", "share of looping runs whose loop "
+                            "holds a relaxed acceptance"),
+    "capped": Measure("runs that hit the length limit", "lower", "share of runs that hit max_new_tokens"),
+    "relaxed_cost_mean": Measure("cost of a relaxed acceptance (nats)", "lower", "log p(target top-1) - log p(d) "
+                                 "under the unmasked target, pooled over every relaxed acceptance"),
+    "mean_logp": Measure("target log-prob of the text (nats)", "higher", "mean over runs of the mean log p of "
+                         "emitted tokens under the unmasked target"),
+}  # fmt: skip
+KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in KNOBS.items()}}
+
+
+def centre(df: pd.DataFrame) -> dict:
+    """The held value of each DropMatch factor: its most frequent value among DropMatch rows; on a tie (a sweep
+    that ran each value equally often) the paper's setting when it is one of them, else the smallest."""
+    dm = df[df["method"] == "dropmatch"]
+    if dm.empty:
+        return {}
+    modes = {f: list(dm[f].mode()) for f in FACTORS}
+    return {f: PAPER_SETTING[f] if PAPER_SETTING[f] in modes[f] else modes[f][0] for f in FACTORS}
+
+
+def compared_at(df: pd.DataFrame) -> dict:
+    """The gamma (and K) the rules are compared at: DropMatch's centre, else the commonest gamma."""
+    c = centre(df)
+    return {"gamma": c["gamma"], "K": c["K"]} if c else {"gamma": df["gamma"].mode().iloc[0], "K": None}
+
+
+def rule_name(row) -> str:
+    """The curve a setting belongs to: "lossless", "DropMatch js+majority", or the relative's name."""
+    if row["method"] == "dropmatch":
+        return f"DropMatch {row['criterion']}"
+    return row["criterion"] if row["method"] == "relative" else row["method"]
+
+
+def knob_of(row) -> float:
+    """A setting's position on its curve: p_drop for DropMatch, the knob for a relative, NaN for lossless."""
+    return {"dropmatch": row["p_drop"], "relative": row["knob"]}.get(row["method"], float("nan"))
+
+
+def _aggregate(rows: pd.DataFrame) -> pd.Series:
+    """One setting's point from its prompts' rows."""
+    cost_n = rows["relaxed_emitted"].sum()
+    return pd.Series({
+        "prompts": len(rows),
+        "tau": pooled_tau(rows["n_tokens"], rows["target_forwards"]),
+        "speedup": rows["speedup"].median(),
+        "speedup_cpu": rows["speedup_cpu"].median(),
+        "score": rows["score"].mean(),
+        "equal_share": rows["equal_share"].median(),
+        "length_ratio": rows["length_ratio"].median(),
+        "loop": rows["loop"].mean(),
+        "loop_relaxed": rows["loop_relaxed"].mean(),
+        "capped": rows["capped"].mean(),
+        "relaxed_cost_mean": rows["relaxed_cost_sum"].sum() / cost_n if cost_n > 0 else float("nan"),
+        "mean_logp": rows["mean_logp"].mean(),
+    })  # fmt: skip
+
+
+def setting_points(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per setting at the compared gamma (and K for DropMatch): its rule, knob, pooled tau and quality."""
+    if df.empty:
+        return pd.DataFrame(columns=["rule", "method", "criterion", "knob_name", "knob", "tau", *MEASURES])
+    c = compared_at(df)
+    rows = df[(df["gamma"] == c["gamma"]) & ((df["method"] != "dropmatch") | (df["K"] == c["K"]))]
+    rows = rows.assign(rule=rows.apply(rule_name, axis=1), knob_value=rows.apply(knob_of, axis=1))
+    keys = ["rule", "method", "criterion", "knob_value"]
+    points = rows.groupby(keys, dropna=False, sort=False).apply(_aggregate, include_groups=False).reset_index()
+    points = points.rename(columns={"knob_value": "knob"})
+    points["knob_name"] = [KNOB_NAMES.get(m if m == "dropmatch" else cr, "") for m, cr in zip(points["method"], points["criterion"])]
+    return points.sort_values(["method", "rule", "knob"], ignore_index=True)
+
+
+def _goodness(values: pd.Series, better: str) -> pd.Series:
+    """Larger is better, whatever the measure's direction."""
+    if better == "one":
+        return -np.log(values).abs()
+    return values if better == "higher" else -values
+
+
+def pareto_front(points: pd.DataFrame, measure: str) -> pd.Series:
+    """True for the points no other point beats on both tau (higher) and the measure (MEASURES' direction)."""
+    good = _goodness(points[measure], MEASURES[measure].better)
+    tau = points["tau"]
+    front = []
+    for i in points.index:
+        if pd.isna(good[i]) or pd.isna(tau[i]):
+            front.append(False)
+            continue
+        beaten = (tau >= tau[i]) & (good >= good[i]) & ((tau > tau[i]) | (good > good[i]))
+        front.append(not bool(beaten.fillna(False).any()))
+    return pd.Series(front, index=points.index)
+
+
+def matched_knob(curve: pd.DataFrame, target_tau: float, integer: bool = False) -> tuple[float, str] | None:
+    """The knob at which a rule's tau reaches `target_tau`: linear interpolation between the two measured knobs
+    whose taus bracket it (the nearest measured knob for an integer knob), with how it was found; None when
+    no measured pair brackets it."""
+    pts = curve.dropna(subset=["knob", "tau"]).sort_values("knob")
+    knobs, taus = pts["knob"].to_numpy(float), pts["tau"].to_numpy(float)
+    for i in range(len(pts) - 1):
+        (k0, k1), (t0, t1) = knobs[i : i + 2], taus[i : i + 2]
+        if min(t0, t1) <= target_tau <= max(t0, t1) and t0 != t1:
+            if integer:
+                k = k0 if abs(t0 - target_tau) <= abs(t1 - target_tau) else k1
+                return float(k), f"the measured {k:g} (tau {t0 if k == k0 else t1:.2f}) is nearest"
+            k = k0 + (target_tau - t0) * (k1 - k0) / (t1 - t0)
+            return float(k), f"interpolated between {k0:g} (tau {t0:.2f}) and {k1:g} (tau {t1:.2f})"
+    exact = pts[np.isclose(taus, target_tau, rtol=0.01)]
+    if len(exact):
+        return float(exact["knob"].iloc[0]), "measured there"
+    return None
+
+
+def _at_knob(curve: pd.DataFrame, knob: float) -> pd.Series:
+    """The curve's measures at `knob`: the measured point when there is one, else linear interpolation."""
+    pts = curve.sort_values("knob").set_index("knob")
+    if any(math.isclose(knob, k, rel_tol=1e-9, abs_tol=1e-12) for k in pts.index):
+        return pts.loc[min(pts.index, key=lambda k: abs(k - knob)), ["tau", *MEASURES]]
+    cols = ["tau", *MEASURES]
+    return pd.Series({c: float(np.interp(knob, pts.index.to_numpy(float), pts[c].to_numpy(float))) for c in cols})
+
+
+def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFrame:
+    """Each rule at the knob where its tau equals DropMatch's at the reference setting (the paper's: K 5,
+    p_drop 0.3, js+majority, at the compared gamma), and its quality there; lossless and the reference first.
+
+    A rule with one knob in this table (a task suite that ran the knob matched elsewhere) is shown at it.
+    """
+    ref = {**PAPER_SETTING, **(reference or {})}
+    points = setting_points(df)
+    dm = points[(points["rule"] == f"DropMatch {ref['criterion']}") & np.isclose(points["knob"], ref["p_drop"])]
+    if dm.empty:
+        return pd.DataFrame()
+    target = float(dm["tau"].iloc[0])
+    rows = []
+    for _, p in points[points["method"] == "lossless"].iterrows():
+        rows.append({"rule": "lossless", "knob_name": "", "knob": None, "basis": "baseline", **p[["tau", *MEASURES]]})
+    rows.append({"rule": dm["rule"].iloc[0], "knob_name": "p_drop", "knob": ref["p_drop"], "basis": "the reference",
+                 **dm.iloc[0][["tau", *MEASURES]]})  # fmt: skip
+    for rule, curve in points[points["method"] == "relative"].groupby("rule", sort=False):
+        knob = KNOBS[rule]
+        if len(curve) == 1:
+            found = (float(curve["knob"].iloc[0]), "the only knob run here")
+        else:
+            found = matched_knob(curve, target, knob.integer)
+        if found is None:
+            span = f"tau {curve['tau'].min():.2f}-{curve['tau'].max():.2f}"
+            rows.append({"rule": rule, "knob_name": knob.name, "knob": None, "basis": f"not reached ({span})"})
+            continue
+        rows.append({"rule": rule, "knob_name": knob.name, "knob": found[0], "basis": found[1],
+                     **_at_knob(curve, found[0])})  # fmt: skip
+    out = pd.DataFrame(rows)
+    out.insert(3, "tau_target", target)
+    return out.dropna(axis=1, how="all")
