@@ -1,4 +1,5 @@
-"""The command line, all of its argparse: `generate`, `bench`, `headbench`, `sweep` and `report` (a stable contract).
+"""The command line, all of its argparse: `generate`, `bench`, `headbench`, `sweep`, `report`, `matched` and
+`calibrate` (a stable contract).
 
 Every subcommand validates its input, calls the core or the lab, and prints; bad input is one line on
 stderr and exit code 2, never a traceback.
@@ -20,10 +21,12 @@ import transformers
 
 from dropmatch import metrics
 from dropmatch.config import (
-    CRITERION_NAMES, DEFAULT_CRITERION, KNOBS, METHODS, MODES, PAPER_SETTING, DecodeConfig, criterion_method,
+    CRITERION_NAMES, DEFAULT_CRITERION, KNOBS, METHODS, MODES, PAPER_SETTING, DecodeConfig, bounded_float,
+    criterion_method,
 )  # fmt: skip
 from dropmatch.decode import generate
-from dropmatch.lab import bench, headbench, report, suites, sweep
+from dropmatch.lab import bench, calibrate, headbench, report, suites, sweep
+from dropmatch.tradeoff import matched_table
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 
@@ -187,6 +190,60 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _cmd_matched(args) -> int:
+    """Each relative at DropMatch's tau (the reference setting) in one suite of a sweep, and the --rule to run it."""
+    df = sweep.load_sweep(args.source)
+    part = df[df["suite"] == args.suite]
+    if part.empty:
+        raise ValueError(f"{args.source} holds no {args.suite} rows; it has {', '.join(sorted(set(df['suite'])))}")
+    if not (part["method"] == "relative").any():
+        raise ValueError(f"no relative ran on {args.suite} in {args.source}; add them with sweep --rule NAME=V1,V2")
+    table = matched_table(part)
+    if table.empty:
+        raise ValueError(f"the {args.suite} rows hold no DropMatch run at the reference setting (K 5, p_drop 0.3)")
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 60):
+        print(table.round(3).to_string(index=False))
+    found = table.dropna(subset=["knob"])
+    rules = [f"--rule {r.rule}={r.knob:.3g}" for r in found.itertuples() if r.rule in KNOBS]
+    print("to run each relative at its matched knob:", " ".join(rules) or "(none reached)")
+    return 0
+
+
+def _cmd_calibrate(args) -> int:
+    torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))
+    items = suites.load_suite(args.suite, args.limit)
+    recorded = sweep.load_sweep(args.source) if args.source else None
+    if recorded is not None:
+        recorded = recorded[recorded["suite"] == suites.suite_name(args.suite)]
+    pair = load_pair(args.target, args.draft, args.dtype, args.device)
+    prompts = (calibrate.recorded_outputs(recorded, items) if recorded is not None
+               else calibrate.lossless_outputs(pair, items, args.max_new_tokens))  # fmt: skip
+    positions = calibrate.collect(pair, prompts)
+    table, chosen, reached = calibrate.curve(pair, positions, args.p_drop, args.k, args.target_unanimity, args.refine)
+    dims = calibrate.dimension_flips(pair, positions, args.dims)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.round(4).to_string(index=False))
+    verdict = "reaches" if reached else "does not reach; the closest is"
+    print(f"target unanimity {args.target_unanimity:.3f}: p_drop {chosen:.4g} {verdict} "
+          f"(unanimity {float(table.loc[table['p_drop'] == chosen, 'unanimity'].iloc[0]):.4f})")  # fmt: skip
+    flips = dims[dims["flip_rate"] > 0]
+    print(f"{len(flips)} of {len(dims)} hidden dimensions move the argmax somewhere when zeroed alone; the top five: "
+          + ", ".join(f"dim {r.dim} ({r.flip_rate:.1%} of positions, mean |h| {r.mean_abs_h:.2f})"
+                      for r in dims.nlargest(5, "flip_rate").itertuples()))  # fmt: skip
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({
+            "suite": suites.suite_name(args.suite), "K": args.k, "target_unanimity": args.target_unanimity,
+            "chosen": chosen, "reached": reached, "positions": len(positions.argmax),
+            "source": "recorded lossless outputs of " + args.source if args.source else "lossless outputs decoded now",
+            "settings": {"dtype": args.dtype, "target_id": args.target, "draft_id": args.draft, "limit": args.limit,
+                         "max_new_tokens": None if args.source else args.max_new_tokens},
+            "environment": _environment(args), "curve": table.to_dict(orient="records"),
+            "dims": dims.to_dict(orient="list"),
+        }, indent=1), encoding="utf-8")  # fmt: skip
+    return 0
+
+
 # ---- the parser -----------------------------------------------------------------------------------
 def _add_generate(sub) -> None:
     gen = sub.add_parser("generate", help="decode one prompt and print the text and metrics")
@@ -259,10 +316,38 @@ def _add_sweep(sub) -> None:
     r.set_defaults(func=_cmd_report)
 
 
+def _add_analysis(sub) -> None:
+    m = sub.add_parser("matched", help="each relative at the knob where its tau equals DropMatch's (paper setting)")
+    m.add_argument("--from", dest="source", required=True, help="a sweep directory with relatives (--rule)")
+    m.add_argument("--suite", default="mini_spec_bench", help="which suite of the sweep (default mini_spec_bench)")
+    m.set_defaults(func=_cmd_matched)
+    c = sub.add_parser("calibrate", help="path unanimity per p_drop, and the p_drop that reaches a target unanimity",
+                       description=calibrate.__doc__.splitlines()[0])  # fmt: skip
+    c.add_argument("--suite", required=True, help="a JSONL suite file or 'humaneval'")
+    c.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
+    c.add_argument("--k", type=_positive, default=PAPER_SETTING["K"], help="dropout paths K")
+    c.add_argument("--p-drop", type=_arg(lambda t: sweep.parse_values(t, "p_drop")),
+                   default=[0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3], help="the p_drop grid")  # fmt: skip
+    c.add_argument("--target-unanimity", type=_arg(lambda t: bounded_float("target unanimity", t, 0.0, 1.0)),
+                   default=calibrate.PAPER_UNANIMITY, help="default: the paper's 0.984 (70B, HumanEval)")  # fmt: skip
+    c.add_argument("--refine", type=int, default=3, help="bisection steps around the target (default 3)")
+    c.add_argument("--from", dest="source", default=None,
+                   help="a sweep directory whose lossless outputs give the positions (default: decode them now)")
+    c.add_argument("--max-new-tokens", type=_positive, default=64, help="when decoding the positions now")
+    c.add_argument("--dims", type=_positive, default=256, help="positions for the per-dimension view")
+    c.add_argument("--json", default=None, help="write the curve, the pick and the per-dimension view here")
+    c.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
+    c.add_argument("--target", default=DEFAULT_TARGET)
+    c.add_argument("--draft", default=DEFAULT_DRAFT)
+    c.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    c.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
+    c.set_defaults(func=_cmd_calibrate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dropmatch", description="DropMatch speculative decoding")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (_add_generate, _add_bench, _add_headbench, _add_sweep):
+    for add in (_add_generate, _add_bench, _add_headbench, _add_sweep, _add_analysis):
         add(sub)
     return parser
 

@@ -1,0 +1,163 @@
+"""`calibrate`: how far the K dropout paths split at each p_drop, and a p_drop that transfers across model sizes.
+
+The paper runs p_drop 0.3 on 32B and 70B heads, where all K = 5 paths agree on 98.4% of HumanEval positions
+(its Table 2). A narrower head splits far more at the same rate, so the same p_drop relaxes far more. This
+measures, on real positions of a suite, per p_drop:
+- unanimity: the share of positions where every path's top-1 is the unmasked head's top-1;
+- the mean JS threshold max_i JS(p_i || centroid) (nats);
+- how often each DropMatch rule would accept the draft's proposal where exact match rejects it;
+and picks the largest p_drop whose unanimity reaches a target (default the paper's 98.4%), refining between
+the two grid values around it by bisection; when no value reaches it, it says so and names the closest.
+It also shows which hidden dimensions drive the splits: for each dimension, how often zeroing it alone moves
+the argmax, beside its mean |h|.
+
+Positions: every generated position of a suite's lossless outputs (read from a recorded sweep, or decoded
+now). One target forward and one draft forward over prompt + output give, at every position, the final
+hidden state h, the unmasked logits z, the draft's distribution q and its greedy proposal d for that prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from dropmatch.config import DROPMATCH_CRITERIA, DecodeConfig
+from dropmatch.criteria import RULES
+from dropmatch.decode import generate, position_generator
+from dropmatch.evidence import Evidence
+from dropmatch.heads import PathStats, TargetHead, path_logits
+from dropmatch.models import ModelPair, encode_prompt
+
+PAPER_UNANIMITY = 0.984  # Table 2: Llama-3.1-70B, HumanEval, K 5, p_drop 0.3
+CHUNK = 16  # positions per batched head product
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Every calibration position: h [N, H], unmasked argmax [N], draft proposal d [N], q log-probs [N, V]."""
+
+    h: torch.Tensor
+    argmax: torch.Tensor
+    draft: torch.Tensor
+    q_logprobs: torch.Tensor
+    z: torch.Tensor  # [N, V] float32 unmasked logits
+
+
+@torch.inference_mode()
+def collect(pair: ModelPair, prompts: list[tuple[str, bool, list[int]]]) -> Positions:
+    """Positions of (prompt, chat, output ids) triples: one target and one draft forward over each sequence."""
+    head = TargetHead.of(pair.target)
+    hs, zs, qs = [], [], []
+    for prompt, chat, output in prompts:
+        ids = encode_prompt(pair.tokenizer, prompt, chat) + list(output)
+        span = slice(len(ids) - len(output) - 1, len(ids) - 1)  # the positions that predict each output token
+        x = torch.tensor([ids], device=pair.device)
+        h = pair.target.get_decoder()(input_ids=x, use_cache=False).last_hidden_state[0, span]  # [n, H]
+        hs.append(h)
+        zs.append(head(h).cpu())
+        qs.append(torch.log_softmax(pair.draft(input_ids=x, use_cache=False).logits[0, span].float().cpu(), -1))
+    z, q = torch.cat(zs), torch.cat(qs)
+    V = max(z.shape[-1], q.shape[-1])
+    z, q = (torch.nn.functional.pad(t, (0, V - t.shape[-1]), value=float("-inf")) for t in (z, q))
+    return Positions(h=torch.cat(hs), argmax=z.argmax(-1), draft=q.argmax(-1), q_logprobs=q, z=z)
+
+
+def uniforms(n: int, K: int, hidden: int, seed: int) -> torch.Tensor:
+    """One uniform draw per (position, path, unit); a mask at rate p keeps u >= p, so the masks of a larger
+    p_drop drop a superset of the units (the curve is not noise from fresh draws at each rate).  # [N, K, H]"""
+    return torch.stack([torch.rand(K, hidden, generator=position_generator(seed, 0, i)) for i in range(n)])
+
+
+@torch.inference_mode()
+def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> dict:
+    """Unanimity, mean JS threshold and each DropMatch rule's relax rate at one p_drop."""
+    head = TargetHead.of(pair.target)
+    unanimous, thresholds, relaxed = [], [], {name: [] for name in DROPMATCH_CRITERIA}
+    for start in range(0, len(pos.argmax), CHUNK):
+        rows = slice(start, start + CHUNK)
+        logits = path_logits(pos.h[rows], head, u[rows] >= p_drop, p_drop).cpu()  # [P, K, V]
+        logits = torch.nn.functional.pad(logits, (0, pos.z.shape[-1] - logits.shape[-1]), value=float("-inf"))
+        unanimous.append((logits.argmax(-1) == pos.argmax[rows, None]).all(-1))
+        rejected = pos.draft[rows] != pos.argmax[rows]
+        stats = PathStats(logits=logits, draft=pos.draft[rows], q_logprobs=pos.q_logprobs[rows])
+        thresholds.append(stats.js_paths.max(-1).values)
+        ev = Evidence(pos.draft[rows], pos.q_logprobs[rows], pos.z[rows], paths=stats)
+        for name in DROPMATCH_CRITERIA:
+            relaxed[name].append(RULES[name](ev).accept[rejected])
+    rejected_n = int((pos.draft != pos.argmax).sum())
+    row = {"p_drop": p_drop, "unanimity": float(torch.cat(unanimous).float().mean()),
+           "js_threshold": float(torch.cat(thresholds).mean()), "positions": len(pos.argmax),
+           "exact_rejects": rejected_n}  # fmt: skip
+    for name, hits in relaxed.items():
+        row[f"relax_{name}"] = float(torch.cat(hits).float().mean()) if rejected_n else float("nan")
+    return row
+
+
+def pick(table: pd.DataFrame, target: float) -> tuple[float, bool]:
+    """The largest p_drop whose unanimity reaches `target`, and True; else the most unanimous one, and False."""
+    reached = table[table["unanimity"] >= target]
+    if len(reached):
+        return float(reached["p_drop"].max()), True
+    return float(table.loc[table["unanimity"].idxmax(), "p_drop"]), False
+
+
+def curve(pair: ModelPair, pos: Positions, grid: list[float], K: int, target: float, refine: int = 3,
+          seed: int = 0) -> tuple[pd.DataFrame, float, bool]:  # fmt: skip
+    """Measure every p_drop of `grid`, then bisect `refine` times between the last value that reaches the
+    target and the first that does not. Returns the table (sorted by p_drop), the pick and whether it reached."""
+    u = uniforms(len(pos.argmax), K, pos.h.shape[-1], seed)
+    rows = [measure(pair, pos, p, u) for p in sorted(grid)]
+    for _ in range(refine):
+        table = pd.DataFrame(rows).sort_values("p_drop")
+        ok, bad = table[table["unanimity"] >= target], table[table["unanimity"] < target]
+        if ok.empty or bad.empty or bad["p_drop"].min() < ok["p_drop"].max():
+            break
+        rows.append(measure(pair, pos, (ok["p_drop"].max() + bad["p_drop"].min()) / 2, u))
+    table = pd.DataFrame(rows).sort_values("p_drop", ignore_index=True)
+    chosen, reached = pick(table, target)
+    return table, chosen, reached
+
+
+@torch.inference_mode()
+def dimension_flips(pair: ModelPair, pos: Positions, limit: int = 256, top: int = 64) -> pd.DataFrame:
+    """Per hidden dimension: the share of positions (the first `limit`) where zeroing that dimension alone moves
+    the argmax, and its mean |h|. Exact for a linear head followed by a monotone post-processing (soft-capping,
+    scaling): only the `top` highest logits can take over unless a dimension's largest possible swing says
+    otherwise, and such (position, dimension) pairs are checked over the whole vocabulary."""
+    module = pair.target.get_output_embeddings()
+    W = module.weight.float()  # [V, H]
+    h = pos.h[:limit].float()  # [N, H]
+    raw = torch.nn.functional.linear(h, W, None if module.bias is None else module.bias.float())  # [N, V]
+    swing = h.abs() * W.abs().max(0).values  # [N, H]: the most zeroing one unit can move any logit
+    vals, cand = raw.topk(top, dim=-1)  # [N, M]
+    flips = torch.zeros(h.shape[1])
+    for n in range(h.shape[0]):
+        moved = vals[n][None, :] - h[n][:, None] * W[cand[n]].T  # [H, M]: the candidates without each unit
+        flip = moved.argmax(-1) != 0
+        unsure = ((vals[n, 0] - vals[n, -1]) <= 2 * swing[n]).nonzero()[:, 0]  # a logit outside could take over
+        for dims in unsure.split(64):
+            exact = raw[n][None, :] - h[n, dims][:, None] * W[:, dims].T  # [d, V]
+            flip[dims] = exact.argmax(-1) != cand[n, 0]
+        flips += flip.float()
+    return pd.DataFrame({"dim": range(h.shape[1]), "flip_rate": (flips / h.shape[0]).tolist(),
+                         "mean_abs_h": h.abs().mean(0).tolist()})  # fmt: skip
+
+
+def lossless_outputs(pair: ModelPair, items, max_new_tokens: int) -> list[tuple[str, bool, list[int]]]:
+    """(prompt, chat, lossless output ids) for suite items decoded now (greedy, gamma 5)."""
+    config = DecodeConfig(method="lossless", max_new_tokens=max_new_tokens)
+    return [(it.prompt, it.chat, generate(pair, it.prompt, config, chat=it.chat).token_ids) for it in items]
+
+
+def recorded_outputs(table: pd.DataFrame, items) -> list[tuple[str, bool, list[int]]]:
+    """(prompt, chat, output ids) of the lossless rows of a recorded sweep (at its most common gamma)."""
+    rows = table[table["method"] == "lossless"]
+    rows = rows[rows["gamma"] == rows["gamma"].mode().iloc[0]].set_index("prompt_id")
+    missing = [it.id for it in items if it.id not in rows.index]
+    if missing:
+        raise ValueError(f"the recorded sweep has no lossless output for {', '.join(missing[:5])}")
+    ids = {it.id: rows.loc[it.id, "output_ids"] for it in items}
+    return [(it.prompt, it.chat, [int(t) for t in ids[it.id].split()] if isinstance(ids[it.id], str) else [])
+            for it in items]  # fmt: skip
