@@ -20,6 +20,11 @@ from dropmatch.cli import main
         (["generate", "--prompt", "hi", "--dtype", "int3"], "invalid choice: 'int3'"),
         (["bench", "--prompts", "/nonexistent.jsonl"], "suite file not found"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["generate", "--prompt", "hi", "--criterion", "typical", "--knob", "5"], "epsilon must lie in [0, 1]"),
+        (["generate", "--prompt", "hi", "--method", "dropmatch", "--criterion", "mars"], "'mars' is not a dropmatch"),
+        (["sweep", "--suite", "humaneval", "--out", "x", "--rule", "bogus=1"], "NAME one of fuzzy-js"),
+        (["matched", "--from", "tests/data/sweep_small"], "no relative ran on mini_spec_bench"),
+        (["calibrate", "--suite", "humaneval", "--target-unanimity", "2"], "target unanimity must lie in [0, 1]"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, message):

@@ -1,4 +1,5 @@
-"""The Analysis tab: the recorded sweep (no model needed) and a small live sweep whose results replace it."""
+"""The Analysis tab: the recorded sweeps (no model needed), DropMatch beside its relatives, the p_drop calibration,
+and a small live sweep whose results replace the view."""
 
 from __future__ import annotations
 
@@ -9,78 +10,122 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
-from dropmatch.config import FACTORS, PAPER_SETTING
+from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING
 from dropmatch.lab.live import LIVE_LIMITS, SUITES, plan, run_live, runner_for
 from dropmatch.lab.report import paper_comparison, summary, table_html, write_report
 from dropmatch.lab.sweep import MANIFEST, TABLE, load_sweep
+from dropmatch.tradeoff import MEASURES, matched_table
 from ui.common import PAIR_CHOICES, PAIRS, ROOT, Parts, bind, gpu, model_pair, parts, pick, updates, user_errors
-from viz.sweep import FIGURES, relevant
+from viz.calibration import dims_figure, unanimity_curve
+from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 
-SWEEP = ROOT / "assets/sweep"  # the recorded sweep the tab opens with
+# The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, and DropMatch beside its relatives.
+RECORDED = {"sweep": ROOT / "assets/sweep", "relatives": ROOT / "assets/relatives"}
+RECORDED_LABELS = {"sweep": "DropMatch's own sweep", "relatives": "DropMatch beside its relatives"}
+CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep returns, in order (one plot per FIGURES entry); /sweep also clears the recorded-sweep choice.
-SWEEP_OUTPUTS = ("note", "compare", *FIGURES, "summary", "files")
+SWEEP_OUTPUTS = ("note", "compare", *FIGURES, "matched", "measure", "summary", "files", "source")
 LIVE_OUTPUTS = (*SWEEP_OUTPUTS, "suite")
 PLOT_ROWS = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")
 
 
-# ---- the recorded sweep -------------------------------------------------------------------------
-def recorded_manifest() -> dict:
-    """The recorded sweep's sweep.json: per suite, its run settings and design (empty when there is none)."""
-    path = SWEEP / MANIFEST
+# ---- the recorded sweeps ------------------------------------------------------------------------
+def manifest(folder: Path) -> dict:
+    """A sweep directory's sweep.json: per suite, its run settings and design (empty when there is none)."""
+    path = folder / MANIFEST
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def recorded_suites() -> list[str]:
-    """Suites of the recorded sweep, the one with the most varied values first (it has the most to show)."""
-    manifest = recorded_manifest()
+def recorded_choices() -> list[tuple[str, str]]:
+    """(label, "sweep/suite") for every recorded suite; in each sweep the suite with the most varied values first."""
+    out = []
+    for key, folder in RECORDED.items():
+        entries = manifest(folder)
 
-    def varied(suite: str) -> int:
-        return sum(len(v or []) for v in ((manifest[suite].get("design") or {}).get("grid") or {}).values())
+        def varied(suite: str) -> int:
+            design = entries[suite].get("design") or {}
+            return sum(len(v or []) for v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.values())
 
-    return sorted(manifest, key=varied, reverse=True)
+        out += [(f"{RECORDED_LABELS[key]} · {suite}", f"{key}/{suite}") for suite in sorted(entries, key=varied, reverse=True)]
+    return out
 
 
-def recorded_note(suite: str, df: pd.DataFrame) -> str:
+def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
+    """The directory, suite and rows of a recorded choice ("relatives/humaneval"); a clear gr.Error if unknown."""
+    values = [value for _, value in recorded_choices()]
+    if choice not in values:
+        raise gr.Error(f"No recorded sweep named {choice!r}; choose one of {', '.join(values) or 'none'}.")
+    key, suite = choice.split("/", 1)
+    return RECORDED[key], suite, load_sweep(RECORDED[key]).query("suite == @suite")
+
+
+def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
     """Where a recorded sweep's numbers come from: its size, run settings and the machine that timed it."""
-    entry = recorded_manifest().get(suite, {})
+    entry = manifest(folder).get(suite, {})
     run, env = entry.get("run", {}), (entry.get("design") or {}).get("environment", {})
-    settings = df[["method", "gamma", "K", "p_drop", "criterion"]].drop_duplicates()
+    settings = df[["method", "gamma", "K", "p_drop", "criterion", "knob"]].drop_duplicates()
     machine = f"{env.get('device', '?')}, {env.get('threads', '?')} thread(s), torch {env.get('torch', '?')}"
     return (f"**Recorded sweep · {suite}**: {df['prompt_id'].nunique()} prompts × {len(settings)} settings "
             f"({len(df)} cells), up to {run.get('max_new_tokens')} new tokens, {run.get('dtype')}, timed on {machine}. "
-            "Read from `assets/sweep`: no model needed. Hover a column name for its definition.")  # fmt: skip
+            f"Read from `{folder.relative_to(ROOT)}`: no model needed. Hover a column name for its definition.")  # fmt: skip
 
 
-def recorded_files() -> list[str]:
-    return [str(SWEEP / "report.html"), str(SWEEP / TABLE)]
-
-
-def content(df: pd.DataFrame) -> dict:
-    """The paper comparison, one figure per FIGURES entry (None where it has nothing to show), the summary."""
+def content(df: pd.DataFrame, measure: str | None = None) -> dict:
+    """The paper comparison, one figure per FIGURES entry (None where it has nothing to show), the matched-tau
+    table and the trade-off measures, the summary."""
     shown = set(relevant(df)) if len(df) else set()
+    measures = tradeoff_measures(df) if "tradeoff" in shown else []
+    measure = measure if measure in measures else (measures[0] if measures else None)
+    figures = {name: FIGURES[name](df) if name in shown else None for name in FIGURES}
+    figures["tradeoff"] = tradeoff(df, measure) if measure else None
+    matched = matched_table(df) if measures else pd.DataFrame()
     return {
         "compare": table_html(paper_comparison(df)) if len(df) else "",
-        **{name: FIGURES[name](df) if name in shown else None for name in FIGURES},
+        **figures,
+        "matched": table_html(matched) if len(matched) else "",
+        "measure": {"choices": [(MEASURES[m].label, m) for m in measures], "value": measure, "visible": bool(measures)},
         "summary": table_html(summary(df).drop(columns=["suite"])) if len(df) else "",
     }
 
 
-def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str]) -> dict:
-    """Every SWEEP_OUTPUTS part for one sweep table: note, comparison, figures (hidden where empty), summary, files."""
+def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str], source: list[str]) -> dict:
+    """Every SWEEP_OUTPUTS part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
     c = content(df)
     plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in FIGURES}
-    return updates(a, {"note": note, "compare": c["compare"], **plots, "summary": c["summary"], "files": files})
+    return updates(a, {"note": note, "compare": c["compare"], **plots, "matched": c["matched"],
+                       "measure": gr.Dropdown(**c["measure"]), "summary": c["summary"], "files": files,
+                       "source": source})  # fmt: skip
 
 
 # ---- handlers -----------------------------------------------------------------------------------
-def open_recorded_sweep(a: Parts, suite: str) -> dict:
-    suites = recorded_suites()
-    if suite not in suites:
-        raise gr.Error(f"No recorded sweep named {suite!r}; choose one of {', '.join(suites) or 'none'}.")
-    df = load_sweep(SWEEP)
-    part = df[df["suite"] == suite]
-    return sweep_views(a, part, recorded_note(suite, part), recorded_files())
+def open_recorded_sweep(a: Parts, choice: str) -> dict:
+    folder, suite, part = recorded_table(choice)
+    files = [str(folder / "report.html"), str(folder / TABLE)]
+    return sweep_views(a, part, recorded_note(folder, suite, part), files, [str(folder), suite])
+
+
+def redraw_tradeoff(source, measure: str):
+    """The trade-off figure of the sweep shown, against another quality measure."""
+    if not source or measure not in MEASURES:
+        raise gr.Error("Open a sweep with relatives first, then pick a quality measure.")
+    folder, suite = source
+    df = load_sweep(folder).query("suite == @suite")
+    return gr.Plot(value=tradeoff(df, measure), visible=True)
+
+
+def calibration(choice: str | None) -> dict | None:
+    """The recorded calibration of the suite of a recorded choice ("sweep/humaneval"), or None."""
+    path = CALIBRATION / f"{str(choice).split('/', 1)[-1]}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if choice and path.exists() else None
+
+
+def calibration_views(choice: str) -> tuple:
+    """The unanimity curve and the per-dimension view of the suite shown (hidden where it was not calibrated)."""
+    cal = calibration(choice)
+    if cal is None:
+        return gr.Plot(visible=False), gr.Plot(visible=False)
+    return gr.Plot(unanimity_curve(cal), visible=True), gr.Plot(dims_figure(cal), visible=True)
 
 
 @gpu(duration=300)
@@ -100,14 +145,15 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair):
     # the recorded-sweep choice is cleared: picking a suite again brings the recorded sweep back
     yield updates(a, {"note": f"**Live sweep** · {p.describe()} · loading the model pair…", "suite": None})
     folder = Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
+    source = [str(folder), p.suite]
     for done, total, row in cells(p, pair, folder):
         df = load_sweep(folder)
         df.to_csv(folder / TABLE, index=False)
         note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
-        yield sweep_views(a, df, note, [str(folder / TABLE)])
+        yield sweep_views(a, df, note, [str(folder / TABLE)], source)
     report = write_report(folder)
     note = f"**Live sweep done** · {p.describe()} · {suite}. Download the report and the per-prompt table below."
-    yield sweep_views(a, load_sweep(folder), note, [str(report), str(folder / TABLE)])
+    yield sweep_views(a, load_sweep(folder), note, [str(report), str(folder / TABLE)], source)
 
 
 # ---- layout and events --------------------------------------------------------------------------
@@ -119,7 +165,8 @@ def _live_controls() -> dict:
             a["live_suite"] = gr.Dropdown(list(SUITES), value="mini_spec_bench", label="suite")
             a["prompts"] = gr.Slider(*LIVE_LIMITS["prompts"], value=3, step=1, label="prompts",
                                      info="spread over the suite's categories")  # fmt: skip
-            a["factor"] = gr.Radio(list(FACTORS), value="p_drop", label="vary")
+            a["factor"] = gr.Dropdown([*FACTORS, *KNOBS], value="p_drop", label="vary",
+                                      info="a DropMatch factor, or a relative's knob")  # fmt: skip
             a["values"] = gr.Textbox("0,0.3,0.5", label="values", info="comma-separated", elem_id="lab-values")
         with gr.Row():
             a["max_new_tokens"] = gr.Slider(*LIVE_LIMITS["max_new_tokens"], value=32, step=8,
@@ -128,37 +175,68 @@ def _live_controls() -> dict:
             a["run"] = gr.Button("▶ Run sweep", variant="primary", elem_id="lab-run")
             a["stop"] = gr.Button("■ Stop", variant="stop", elem_id="lab-stop")
         gr.Markdown(f"At most {LIVE_LIMITS['cells']} cells (prompts × settings) and "
-                    f"{LIVE_LIMITS['tokens']} generated tokens in all; lossless runs once per γ.")  # fmt: skip
+                    f"{LIVE_LIMITS['tokens']} generated tokens in all; lossless runs once per γ, and DropMatch at the "
+                    "paper's setting beside a relative.")  # fmt: skip
+    return a
+
+
+def _tradeoff_parts(first: dict) -> dict:
+    """The relatives' section: the matched-tau table, the quality measure and the speed / quality figure."""
+    a = {}
+    gr.Markdown("#### DropMatch beside its relatives\nEach relative at the knob where its τ equals DropMatch's "
+                "(paper setting), and its quality there; below, τ against a quality measure, one curve per rule, "
+                "ringed points on the Pareto front.")  # fmt: skip
+    a["matched"] = gr.HTML(first["matched"], elem_id="lab-matched")
+    a["measure"] = gr.Dropdown(**first["measure"], label="quality measure", elem_id="lab-measure")
+    a["tradeoff"] = gr.Plot(first["tradeoff"], visible=first["tradeoff"] is not None, show_label=False,
+                            elem_id="lab-tradeoff")  # fmt: skip
     return a
 
 
 def layout() -> Parts:
     """The tab's contents (inside its gr.Tab), showing the first recorded suite at once."""
-    suites = recorded_suites()
-    part = load_sweep(SWEEP).query("suite == @suites[0]") if suites else pd.DataFrame()
+    choices = recorded_choices()
+    choice = choices[0][1] if choices else None
+    folder, suite, part = recorded_table(choice) if choice else (None, None, pd.DataFrame())
     first = content(part)
     gr.Markdown("Sweeps over prompt suites: DropMatch at each setting against lossless on the same prompt and γ, "
                 f"one factor at a time around the paper's setting (γ {PAPER_SETTING['gamma']}, K {PAPER_SETTING['K']}, "
-                f"p_drop {PAPER_SETTING['p_drop']}, {PAPER_SETTING['criterion']}). The command line runs any size: "
-                "`python -m dropmatch sweep`, then `python -m dropmatch report`.")  # fmt: skip
-    a = {"suite": gr.Radio(suites, value=suites[0] if suites else None, label="Recorded sweep", elem_id="lab-suite")}
+                f"p_drop {PAPER_SETTING['p_drop']}, {PAPER_SETTING['criterion']}), and DropMatch beside its relatives "
+                "at three knobs each. The command line runs any size: `python -m dropmatch sweep`, then "
+                "`python -m dropmatch report`.")  # fmt: skip
+    a = {"suite": gr.Radio(choices, value=choice, label="Recorded sweep", elem_id="lab-suite"),
+         "source": gr.State([str(folder), suite] if choice else None)}  # fmt: skip
     a |= _live_controls()
-    note = recorded_note(suites[0], part) if suites else "No recorded sweep in `assets/sweep`: run one live."
+    note = recorded_note(folder, suite, part) if choice else "No recorded sweep in `assets/`: run one live."
     a["note"] = gr.Markdown(note, elem_id="lab-note")
     a["compare"] = gr.HTML(first["compare"], label="Comparison with the paper", elem_id="lab-compare")
     for row in PLOT_ROWS:
         with gr.Row():
             for name in row:
                 a[name] = gr.Plot(first[name], visible=first[name] is not None, show_label=False, elem_id=f"lab-{name}")
+    a |= _tradeoff_parts(first)
     a["summary"] = gr.HTML(first["summary"], elem_id="lab-summary")
-    a["files"] = gr.File(recorded_files() if suites else None, label="Report (HTML) and per-prompt table (CSV)",
-                         file_count="multiple", interactive=False, elem_id="lab-files")  # fmt: skip
+    a["files"] = gr.File([str(folder / "report.html"), str(folder / TABLE)] if choice else None,
+                         label="Report (HTML) and per-prompt table (CSV)", file_count="multiple", interactive=False,
+                         elem_id="lab-files")  # fmt: skip
+    gr.Markdown("#### A p_drop that transfers: path unanimity per p_drop\n`python -m dropmatch calibrate` on this "
+                "suite's lossless outputs: how often all K paths keep the unmasked top-1, how often each DropMatch "
+                "rule relaxes, and which hidden dimensions move the argmax when zeroed alone.")  # fmt: skip
+    cal = calibration(choice)
+    with gr.Row():
+        a["unanimity"] = gr.Plot(unanimity_curve(cal) if cal else None, visible=cal is not None, show_label=False,
+                                 elem_id="lab-unanimity")  # fmt: skip
+        a["dims"] = gr.Plot(dims_figure(cal) if cal else None, visible=cal is not None, show_label=False,
+                            elem_id="lab-dims")  # fmt: skip
     return parts(a)
 
 
 def wire(a: Parts) -> None:
-    """The tab's events: /open_sweep (a recorded suite) and /sweep (a live sweep, streamed; Stop cancels it)."""
+    """The tab's events: /open_sweep (a recorded suite), /sweep (a live sweep, streamed; Stop cancels it), the
+    trade-off measure, and the calibration of the suite shown."""
     a["suite"].input(bind(open_recorded_sweep, a), a["suite"], pick(a, SWEEP_OUTPUTS), api_name="open_sweep")
+    a["suite"].input(calibration_views, a["suite"], pick(a, ("unanimity", "dims")), api_visibility="private")
+    a["measure"].input(redraw_tradeoff, pick(a, ("source", "measure")), a["tradeoff"], api_visibility="private")
     sweep = a["run"].click(bind(live_sweep, a), pick(a, LIVE_INPUTS), pick(a, LIVE_OUTPUTS), api_name="sweep",
                            concurrency_id="model")  # fmt: skip
     a["stop"].click(None, None, None, cancels=[sweep])

@@ -14,7 +14,10 @@ from urllib.parse import urlparse
 import gradio as gr
 from huggingface_hub import constants, try_to_load_from_cache
 
-from dropmatch.config import LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float, bounded_int
+from dropmatch.config import (
+    CRITERION_NAMES, KNOBS, LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float, bounded_int,
+    criterion_method,
+)  # fmt: skip
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
 from viz.summary import RUNS
 
@@ -35,7 +38,21 @@ APP_PROMPT_CHARS = 4000
 APP_MAX_NEW_TOKENS = (1, 256)
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
 DEFAULTS = {**PAPER_SETTING, "mode": MODES[0], "temperature": 0.0, "max_new_tokens": 48, "seed": 0}
-RUN_METHODS = dict(zip(RUNS, ("dropmatch", "lossless")))  # each side of the app and the method it decodes with
+# What the criterion menu says of each rule: DropMatch's criteria first, then its relatives with their source.
+CRITERION_LABELS = {
+    "js+majority": "DropMatch: js+majority (the paper's Algorithm 1)",
+    "js": "DropMatch: js",
+    "majority": "DropMatch: majority",
+    "majority-strict": "DropMatch: majority, strict",
+    "naive": "DropMatch: naive",
+    "fuzzy-js": "Relative: Fuzzy SD, JS(p, q)",
+    "fuzzy-kl": "Relative: Fuzzy SD, KL(q || p)",
+    "fuzzy-tv": "Relative: Fuzzy SD, TV(p, q)",
+    "typical": "Relative: typical acceptance (Medusa)",
+    "top-k": "Relative: target top-k",
+    "mars": "Relative: MARS (top-2 logit margin)",
+}
+CRITERION_CHOICES = [(CRITERION_LABELS[name], name) for name in CRITERION_NAMES]
 
 Parts = Mapping[str, Any]  # a tab's components by name, frozen once the layout is built
 
@@ -89,9 +106,15 @@ def check_prompt(prompt) -> str:
     return prompt
 
 
-def configs(gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed) -> dict[str, DecodeConfig]:
-    """The two configs (same draft, same seed, full evidence), one per side of the app."""
+def configs(gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None) -> dict[str, DecodeConfig]:
+    """The two configs (same draft, same seed, full evidence): the chosen rule (DropMatch or a relative, at
+    `knob`, empty = its default) on the first side, lossless on the second."""
     with user_errors():
+        method = criterion_method(criterion)
+        if knob in (None, "") or method != "relative":
+            knob = None  # DropMatch's knobs are K and p_drop; an empty box is the relative's default
+        else:
+            knob = KNOBS[criterion].check(knob)
         shared = {
             "gamma": bounded_int("gamma", gamma, *LIMITS["gamma"]),
             "K": bounded_int("K", K, *LIMITS["K"]),
@@ -100,10 +123,9 @@ def configs(gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed
             "p_drop": bounded_float("p_drop", p_drop, 0.0, 1.0, hi_open=True),
             "temperature": bounded_float("temperature", temperature, 0.0, MAX_TEMPERATURE),
         }
-        return {
-            name: DecodeConfig(method=method, criterion=criterion, mode=mode, evidence=True, **shared)
-            for name, method in RUN_METHODS.items()
-        }
+        relaxed = DecodeConfig(method=method, criterion=criterion, mode=mode, evidence=True, knob=knob, **shared)
+        return {RUNS[0]: relaxed, RUNS[1]: DecodeConfig(method="lossless", criterion=criterion, mode=mode,
+                                                         evidence=True, **shared)}  # fmt: skip
 
 
 def hub_ready(timeout: float = 3.0) -> bool:

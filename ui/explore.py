@@ -8,21 +8,23 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import CRITERION_NAMES, LIMITS, MODES
-from ui import runs
+from dropmatch.config import LIMITS, MODES
+from ui import compare, runs
 from ui.common import (
-    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, DEFAULTS, PAIR_CHOICES, ROOT, Parts, bind, parts, pick, updates,
+    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, DEFAULTS, PAIR_CHOICES, ROOT, Parts, bind, parts, pick,
+    updates,
 )  # fmt: skip
-from viz.summary import RUNS, divergence, status_line
+from viz.summary import RUNS, display_name, divergence, status_line
 
 CLICK = "Click a token of either output to inspect it."
 RUN_INPUTS = ("prompt", "chat", "pair", *runs.SETTINGS)
 STATES = ("traces", "step_pos")  # session state: not sent to API clients
 # What /run, /open_files and /open_recorded update, in their order; RUN_OUTPUTS is what a client receives.
+# The maps show each run's own decisions again after a run or an opened file ("recolour" goes back to it).
 RUN_WIRING = ("DropMatch", "lossless", "map_DropMatch", "map_lossless", "table", "acceptance", "status", "traces",
-              "files", "step_md", "step_fig", "step_pos", "step_run")  # fmt: skip
+              "files", "step_md", "step_fig", "step_pos", "step_run", "recolour")  # fmt: skip
 RUN_OUTPUTS = tuple(name for name in RUN_WIRING if name not in STATES)
-INSPECTOR = ("caption", "heat", "js", "votes")
+INSPECTOR = ("caption", "heat", "js", "votes", "rules", "selected")
 STEP = ("step_md", "step_fig", "step_pos")
 
 
@@ -39,7 +41,11 @@ def _settings() -> dict:
         c["temperature"] = gr.Slider(0.0, 2.0, value=DEFAULTS["temperature"], step=0.05, label="temperature",
                                      info="0 = greedy")  # fmt: skip
     with gr.Row():
-        c["criterion"] = gr.Dropdown(list(CRITERION_NAMES), value=DEFAULTS["criterion"], label="criterion")
+        c["criterion"] = gr.Dropdown(CRITERION_CHOICES, value=DEFAULTS["criterion"], label="criterion",
+                                     info="DropMatch on the K paths, or one of its relatives", scale=2)  # fmt: skip
+        c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its source's default",
+                              elem_id="knob")  # fmt: skip
+    with gr.Row():
         c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
     with gr.Row():
         c["max_new_tokens"] = gr.Slider(*APP_MAX_NEW_TOKENS, value=DEFAULTS["max_new_tokens"], step=1,
@@ -91,6 +97,7 @@ def _outputs() -> dict:
             o["js"] = gr.Plot(viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, elem_id="insp-js")
             o["votes"] = gr.Plot(viz.message_figure(CLICK, "Votes of the K paths"), show_label=False, scale=3,
                                  elem_id="insp-votes")
+        o |= compare.panel()
     return o
 
 
@@ -102,10 +109,12 @@ def main() -> dict:
 def tabs(above: dict) -> Parts:
     """The Explore tabs (inside the app's gr.Tabs): maps, metrics, step-through, files. Returns every part."""
     t = dict(above)
-    with gr.Tab("Accept / reject map"), gr.Row():
-        for n in RUNS:
-            t[f"map_{n}"] = gr.Plot(viz.message_figure("No rounds yet.", f"{n}: accept / reject per round"),
-                                    show_label=False, elem_id=f"map-{n.lower()}")  # fmt: skip
+    with gr.Tab("Accept / reject map"):
+        t |= compare.controls()
+        with gr.Row():
+            for n in RUNS:
+                t[f"map_{n}"] = gr.Plot(viz.message_figure("No rounds yet.", f"{n}: accept / reject per round"),
+                                        show_label=False, elem_id=f"map-{n.lower()}")  # fmt: skip
     with gr.Tab("Metrics"):
         t["table"] = gr.Dataframe(label="Metrics (dropmatch.metrics), each with its definition", wrap=True,
                                   interactive=False, elem_id="metrics")
@@ -134,7 +143,8 @@ def views(v: Parts, traces: dict, note: str, live: bool = False) -> dict:
     cut = divergence(traces)
     out = {"status": note, "traces": traces}
     for n in RUNS:
-        out[n] = viz.spans(traces[n], cut)[0] if traces.get(n) else []
+        label = f"{display_name(traces[n]) if traces.get(n) else n} output · click a token to inspect it"
+        out[n] = gr.HighlightedText(viz.spans(traces[n], cut)[0] if traces.get(n) else [], label=label)
         out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{n}: accept / reject per round")
     if not live:
         out["table"] = viz.metrics_frame({n: traces.get(n) for n in RUNS})
@@ -160,13 +170,14 @@ def finished(v: Parts, traces: dict, note: str) -> dict:
     """Every run output once a run ends or traces are opened: views, downloads, the step view at round 1."""
     first = next((n for n in RUNS if n in traces), RUNS[0])
     return {**views(v, traces, note), v["files"]: runs.downloads(traces), **step_view(v, traces, first),
-            v["step_run"]: first}  # fmt: skip
+            v["step_run"]: first, v["recolour"]: compare.OWN}  # fmt: skip
 
 
-def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed):
-    """DropMatch and lossless on the same prompt, draft and seed, streamed side by side round by round."""
-    prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed)
-    yield {v["status"]: "**Loading the model pair…**"}
+def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None):
+    """The chosen rule (DropMatch or a relative) and lossless on the same prompt, draft and seed, streamed side by
+    side round by round."""
+    prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob)
+    yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
     clock, traces = time.perf_counter(), {}
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
         traces[name] = trace
@@ -190,8 +201,9 @@ def open_recorded(v: Parts) -> dict:
     return finished(v, traces, status_line(traces, "Recorded example (no model needed)"))
 
 
-def inspect(v: Parts, traces: dict, run_name: str, index) -> dict:
-    """Caption and the three inspector figures for the token at span `index` of one run's output."""
+def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OWN, knob=None) -> dict:
+    """Caption, the three inspector figures and every rule's verdict for the token at span `index` of one run's
+    output (a relative's knob as the map's controls set it)."""
     trace = (traces or {}).get(run_name)
     if trace is None:
         raise gr.Error("Run a prompt or open a trace first.")
@@ -207,14 +219,16 @@ def inspect(v: Parts, traces: dict, run_name: str, index) -> dict:
         "heat": viz.distribution_heatmap(ev, rec if ev is not rec else None),
         "js": viz.js_figure(ev),
         "votes": viz.votes_figure(ev),
+        "rules": viz.rules_html(trace, ev, compare.knobs(rule, knob)),
+        "selected": [run_name, trace.records.index(ev), ev.round, ev.pos],
     })  # fmt: skip
 
 
 def selector(v: Parts, run_name: str):
     """A .select handler for one run's coloured text (a closure: Gradio reads its gr.SelectData hint)."""
 
-    def handler(traces: dict, evt: gr.SelectData) -> dict:
-        return inspect(v, traces, run_name, evt.index)
+    def handler(traces: dict, rule: str, knob, evt: gr.SelectData) -> dict:
+        return inspect(v, traces, run_name, evt.index, rule, knob)
 
     return handler
 
@@ -234,7 +248,9 @@ def wire(v: Parts) -> None:
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded")
     v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files")
     for name in RUNS:
-        v[name].select(selector(v, name), v["traces"], pick(v, INSPECTOR), api_visibility="private")
+        v[name].select(selector(v, name), pick(v, ("traces", "recolour", "rule_knob")), pick(v, INSPECTOR),
+                       api_visibility="private")  # fmt: skip
+    compare.wire(v)
     step_in = pick(v, ("traces", "step_run", "step_pos"))
     for button, delta in (("prev", -1), ("next", 1)):
         v[button].click(bind(_step_by, v, delta), step_in, pick(v, STEP), api_visibility="private")

@@ -18,7 +18,7 @@ from viz.summary import RUNS, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
 # The decoding settings, in the order the controls, /run and /trace take them (after prompt, chat, pair).
-SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed")
+SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob")
 
 
 def validate(prompt, *settings) -> tuple[str, dict[str, DecodeConfig]]:
@@ -54,10 +54,11 @@ def trace_api(
     prompt: str, chat: bool = False, pair: str = "embedded", gamma: int = DEFAULTS["gamma"], K: int = DEFAULTS["K"],
     p_drop: float = DEFAULTS["p_drop"], criterion: str = DEFAULTS["criterion"], mode: str = DEFAULTS["mode"],
     temperature: float = DEFAULTS["temperature"], max_new_tokens: int = DEFAULTS["max_new_tokens"],
-    seed: int = DEFAULTS["seed"],
+    seed: int = DEFAULTS["seed"], knob: float | None = None,
 ) -> dict:  # fmt: skip
-    """Decode with DropMatch and lossless; return both full traces, their metrics and their comparison."""
-    prompt, cfgs = validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed)
+    """Decode with the chosen rule (DropMatch, or a relative at `knob`) and lossless; return both full traces,
+    their metrics and their comparison."""
+    prompt, cfgs = validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob)
     traces = dict(rounds(pair, prompt, cfgs, chat))
     out: dict = {name: t.to_dict() for name, t in traces.items()}
     out["metrics"] = {name: compute(t) for name, t in traces.items()}

@@ -4,6 +4,7 @@ from viz.acceptance import acceptance_figure
 from viz.explain import glossary, how_it_works
 from viz.inspector import distribution_heatmap, js_figure
 from viz.rounds import reason_heatmap
+from viz.rules import rule_heatmap, rules_html
 from viz.steps import STAGES, move, round_figure
 from viz.story import round_story
 from viz.tables import metrics_frame
@@ -30,6 +31,8 @@ __all__ = [
     "replaced_draft",
     "round_figure",
     "round_story",
+    "rule_heatmap",
+    "rules_html",
     "spans",
     "text_color_map",
     "votes_figure",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dropmatch.config import KNOBS, RELAXED_METHODS
 from dropmatch.metrics import compute
 from dropmatch.trace import Trace
 from viz.tokens import first_divergence
@@ -22,7 +23,8 @@ def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = No
     for name in RUNS:
         if (trace := traces.get(name)) is not None:
             m = compute(trace)
-            parts.append(f"**{name}** {m['n_tokens']} tokens in {m['target_forwards']} rounds, τ = {m['tau']:.2f}")
+            parts.append(f"**{display_name(trace)}** {m['n_tokens']} tokens in {m['target_forwards']} rounds, "
+                         f"τ = {m['tau']:.2f}")  # fmt: skip
     if len(traces) == 2:
         cut = divergence(traces)
         parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut} (marked »)")
@@ -30,8 +32,17 @@ def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = No
 
 
 def run_name(trace: Trace) -> str:
-    """Which side of the app a trace belongs to."""
-    return "DropMatch" if trace.config.get("method") == "dropmatch" else "lossless"
+    """Which side of the app a trace belongs to: the relaxed side (DropMatch or a relative) or lossless."""
+    return RUNS[0] if trace.config.get("method") in RELAXED_METHODS else RUNS[1]
+
+
+def display_name(trace: Trace) -> str:
+    """What a run is called on screen: "DropMatch", a relative with its knob ("typical, epsilon 0.09"), "lossless"."""
+    cfg = trace.config
+    if cfg.get("method") == "relative":
+        knob, value = KNOBS.get(cfg.get("criterion")), cfg.get("knob")
+        return str(cfg.get("criterion")) + (f", {knob.name} {value:g}" if knob and value is not None else "")
+    return "DropMatch" if cfg.get("method") == "dropmatch" else str(cfg.get("method", "lossless"))
 
 
 def traces_from_data(data) -> dict[str, Trace]:

@@ -1,7 +1,8 @@
 """Small live sweeps for the app's Analysis tab: a checked plan within set limits, run cell by cell.
 
-A live sweep is an ordinary sweep (`dropmatch.lab.sweep`): one factor varied around the paper's setting, lossless
-once per gamma, over a few prompts spread across the suite's categories. Limits keep it to minutes on a CPU;
+A live sweep is an ordinary sweep (`dropmatch.lab.sweep`): one factor varied around the paper's setting (or one
+relative's knob, beside DropMatch at that setting), lossless once per gamma, over a few prompts spread across the
+suite's categories. Limits keep it to minutes on a CPU;
 the command line (`python -m dropmatch sweep`) has none. Every bad input is a ValueError with a clear message.
 """
 
@@ -11,9 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dropmatch.config import FACTORS, PAPER_SETTING, bounded_int
+from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, bounded_int
 from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
-from dropmatch.lab.sweep import Runner, Setting, check_manifest, design_settings, iter_sweep, make_runner, parse_values
+from dropmatch.lab.sweep import (
+    Runner, Setting, check_manifest, design_settings, iter_sweep, make_runner, parse_rule, parse_values,
+)  # fmt: skip
 
 SUITES = {"mini_spec_bench": DEFAULT_SUITE, HUMANEVAL: HUMANEVAL}
 LIVE_LIMITS = {"prompts": (1, 8), "max_new_tokens": (8, 256), "cells": 32, "tokens": 2048}
@@ -28,6 +31,7 @@ class Plan:
     settings: tuple[Setting, ...]
     run: dict
     grid: dict
+    rules: dict
 
     @property
     def cells(self) -> int:
@@ -42,16 +46,17 @@ def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dic
     """Check a live sweep's inputs against LIVE_LIMITS and build its plan (nothing runs, nothing loads)."""
     if suite not in SUITES:
         raise ValueError(f"suite must be one of {', '.join(SUITES)}; got {suite!r}")
-    if factor not in FACTORS:
-        raise ValueError(f"the varied factor must be one of {', '.join(FACTORS)}; got {factor!r}")
+    if factor not in (*FACTORS, *KNOBS):
+        raise ValueError(f"the varied factor must be one of {', '.join((*FACTORS, *KNOBS))}; got {factor!r}")
     n = bounded_int("prompts", prompts, *LIVE_LIMITS["prompts"])
     tokens = bounded_int("max new tokens", max_new_tokens, *LIVE_LIMITS["max_new_tokens"])
-    grid = {factor: parse_values(values, factor)}
-    settings = tuple(design_settings(grid, "ofat"))
+    grid = {factor: parse_values(values, factor)} if factor in FACTORS else {}
+    rules = dict([parse_rule(f"{factor}={values}")]) if factor in KNOBS else {}
+    settings = tuple(design_settings(grid, "ofat", rules=rules))
     for setting in settings:
         setting.config(tokens)  # a DecodeConfig error now, not after the model loads
     items = tuple(spread(load_suite(SUITES[suite]), n))
-    result = Plan(suite, items, settings, {"max_new_tokens": tokens, "seed": 0} | (run or {}), grid)
+    result = Plan(suite, items, settings, {"max_new_tokens": tokens, "seed": 0} | (run or {}), grid, rules)
     if result.cells > LIVE_LIMITS["cells"]:
         raise ValueError(f"{result.describe()}: a live sweep runs at most {LIVE_LIMITS['cells']} cells; "
                          "use fewer prompts or values, or the command line (python -m dropmatch sweep)")  # fmt: skip
@@ -68,6 +73,7 @@ def runner_for(p: Plan, pair) -> Runner:
 
 def run_live(p: Plan, out_dir: str | Path, runner: Runner) -> Iterator[tuple[int, int, dict]]:
     """Run the plan in `out_dir` with `runner(item, setting) -> row`, yielding (finished, total, row) after each cell."""
-    design = {"design": "ofat", "centre": dict(PAPER_SETTING), "grid": p.grid, "methods": ["lossless", "dropmatch"]}
+    design = {"design": "ofat", "centre": dict(PAPER_SETTING), "grid": p.grid, "rules": p.rules,
+              "methods": sorted({s.method for s in p.settings})}  # fmt: skip
     check_manifest(out_dir, p.suite, p.run, design)
     yield from iter_sweep(list(p.items), list(p.settings), out_dir, p.suite, p.run, runner)

@@ -88,3 +88,13 @@ def test_every_summary_column_has_a_definition(tmp_path):
     list(lab.run_live(p, tmp_path, fake_runner))
     columns = summary(load_sweep(tmp_path)).columns
     assert [c for c in columns if c not in COLUMN_DEFINITIONS] == []
+
+
+def test_a_live_sweep_can_vary_a_relatives_knob_beside_dropmatch():
+    p = lab.plan("mini_spec_bench", 2, "typical", "0.09,0.3", 16)
+    assert [(s.method, s.criterion, s.knob) for s in p.settings] == [
+        ("lossless", None, None), ("dropmatch", "js+majority", None), ("relative", "typical", 0.09),
+        ("relative", "typical", 0.3)]  # fmt: skip
+    assert p.rules == {"typical": [0.09, 0.3]} and p.grid == {}
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 1000\]"):
+        lab.plan("mini_spec_bench", 2, "top-k", "2,3.5", 16)

@@ -1,0 +1,82 @@
+"""Rules side by side inside Explore: every rule at the clicked token, and both maps recoloured by any rule."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from dropmatch.config import KNOBS
+from ui.common import CRITERION_CHOICES, Parts, bind, pick, updates
+from viz import rules
+from viz.rounds import reason_heatmap
+from viz.summary import RUNS
+
+OWN = "own"
+RULE_CHOICES = [("each run's own decisions", OWN), ("lossless (exact match)", "lossless"), *CRITERION_CHOICES]
+SELECTED_NONE = None  # the clicked token: [run name, record index, round, position], or None
+
+
+def panel() -> dict:
+    """The inspector's rule panel (inside the inspector group)."""
+    return {"rules": gr.HTML(rules.rules_html(None, None), elem_id="insp-rules"), "selected": gr.State(SELECTED_NONE)}
+
+
+def controls() -> dict:
+    """Which rule colours the maps, and its knob (inside the map tab)."""
+    c = {}
+    with gr.Row():
+        c["recolour"] = gr.Dropdown(RULE_CHOICES, value=OWN, label="Colour the maps by", scale=3, elem_id="recolour",
+                                    info="what another rule would decide on the same drafts")  # fmt: skip
+        c["rule_knob"] = gr.Number(None, label="its knob", info="relatives only; empty = the default", scale=1,
+                                   elem_id="rule-knob")  # fmt: skip
+    gr.Markdown(rules.CAVEAT, elem_classes="dm-note")
+    return c
+
+
+def knobs(rule: str, knob) -> dict[str, float]:
+    """The knob the controls set, as {rule: value}; a bad value is a clear gr.Error."""
+    if rule not in KNOBS or knob in (None, ""):
+        return {}
+    try:
+        return {rule: KNOBS[rule].check(knob)}
+    except ValueError as err:
+        raise gr.Error(str(err)) from None
+
+
+def selected_record(traces: dict, selected):
+    """(trace, record) of the clicked token when it still belongs to the traces shown; else (None, None)."""
+    if not selected:
+        return None, None
+    name, index, round_, pos = selected
+    trace = (traces or {}).get(name)
+    if trace is None or index >= len(trace.records):
+        return None, None
+    rec = trace.records[index]
+    return (trace, rec) if (rec.round, rec.pos) == (round_, pos) else (None, None)
+
+
+def maps(v: Parts, traces: dict, rule: str, knob) -> dict:
+    """Both accept / reject maps: each run's own reasons, or recoloured by `rule` at `knob`."""
+    chosen = knobs(rule, knob)
+    out = {}
+    for name in RUNS:
+        trace = (traces or {}).get(name)
+        if rule == OWN:
+            out[f"map_{name}"] = reason_heatmap(trace, f"{name}: accept / reject per round")
+        else:
+            title = f"{name}: what {rule} decides on these drafts, against the run"
+            out[f"map_{name}"] = rules.rule_heatmap(trace, rule, chosen.get(rule), title)
+    return updates(v, out)
+
+
+def recolour(v: Parts, traces: dict, rule: str, knob, selected) -> dict:
+    """The maps and the rule panel after the rule or its knob changes."""
+    trace, rec = selected_record(traces, selected)
+    return {**maps(v, traces, rule, knob), v["rules"]: rules.rules_html(trace, rec, knobs(rule, knob))}
+
+
+def wire(v: Parts) -> None:
+    """Recolour on a change of rule or knob (the panel follows)."""
+    inputs = pick(v, ("traces", "recolour", "rule_knob", "selected"))
+    outputs = pick(v, (*(f"map_{n}" for n in RUNS), "rules"))
+    for name in ("recolour", "rule_knob"):
+        v[name].change(bind(recolour, v), inputs, outputs, api_visibility="private")

@@ -1,0 +1,72 @@
+"""Calibration figures: path unanimity and relax rates against p_drop, and the hidden dimensions that split paths.
+
+Both take the calibration result (`python -m dropmatch calibrate --json`: a dict with `curve`, `dims`, `chosen`,
+`target_unanimity`, ...) and return plotly figures; nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from dropmatch.config import DROPMATCH_CRITERIA
+from viz.theme import METHOD_COLORS, message_figure, style
+
+HEIGHT = 420
+RELAX_COLORS = {"js+majority": "#7c3aed", "js": "#a78bfa", "majority": "#db2777", "majority-strict": "#f9a8d4",
+                "naive": "#d97706"}  # fmt: skip
+
+
+def unanimity_curve(cal: dict) -> go.Figure:
+    """Unanimity (all K path top-1 = the unmasked top-1) and each rule's relax rate per p_drop, log x axis, with
+    the target unanimity and the chosen p_drop marked."""
+    curve = sorted(cal.get("curve") or [], key=lambda r: r["p_drop"])
+    title = f"Path unanimity vs p_drop · {cal.get('suite', '?')}, K {cal.get('K', '?')}"
+    rows = [r for r in curve if r["p_drop"] > 0]
+    if not rows:
+        return message_figure("no calibration curve recorded", title, HEIGHT)
+    x = [r["p_drop"] for r in rows]
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=[r["unanimity"] for r in rows], mode="lines+markers", name="unanimity (all K top-1 agree)",
+                    line={"color": "#111827", "width": 3},
+                    hovertemplate="p_drop %{x:.4g}<br>unanimity %{y:.4f}<extra></extra>")  # fmt: skip
+    for name in DROPMATCH_CRITERIA:
+        key = f"relax_{name}"
+        if all(key in r for r in rows):
+            fig.add_scatter(x=x, y=[r[key] for r in rows], mode="lines+markers", name=f"{name} relaxes",
+                            line={"color": RELAX_COLORS[name], "width": 1.5, "dash": "dot"},
+                            hovertemplate=f"p_drop %{{x:.4g}}<br>{name} accepts %{{y:.1%}} of the drafts exact "
+                                          "match rejects<extra></extra>")  # fmt: skip
+    target = cal.get("target_unanimity")
+    if target is not None:
+        fig.add_hline(y=target, line={"dash": "dash", "color": METHOD_COLORS["lossless"]},
+                      annotation_text=f"target {target:.1%} (the paper's 70B head)", annotation_position="bottom left")
+    chosen = cal.get("chosen")
+    if chosen:
+        verdict = "reaches it" if cal.get("reached") else "closest; does not reach it"
+        fig.add_vline(x=chosen, line={"dash": "dot", "color": METHOD_COLORS["DropMatch"]},
+                      annotation_text=f"p_drop {chosen:.3g} ({verdict})", annotation_position="top right")
+    fig.update_xaxes(type="log", title_text="p_drop (log scale)")
+    fig.update_yaxes(title_text="share of positions", range=[0, 1.02])
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
+    return style(fig, title, HEIGHT + 40)
+
+
+def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
+    """Each hidden dimension: its mean |h| against how often zeroing it alone moves the argmax."""
+    dims = cal.get("dims") or {}
+    title = "Which hidden dimensions split the paths: zeroing one unit alone"
+    if not dims.get("dim"):
+        return message_figure("no per-dimension view recorded", title, HEIGHT)
+    flip, size, ids = dims["flip_rate"], dims["mean_abs_h"], dims["dim"]
+    moving = sum(f > 0 for f in flip)
+    fig = go.Figure(go.Scatter(
+        x=size, y=flip, mode="markers", marker={"size": 6, "color": METHOD_COLORS["DropMatch"], "opacity": 0.6},
+        customdata=ids, hovertemplate="dim %{customdata}<br>mean |h| %{x:.2f}<br>moves the argmax at %{y:.1%} of "
+                                      "positions<extra></extra>", name="dimension",
+    ))  # fmt: skip
+    top = sorted(range(len(ids)), key=lambda i: -flip[i])[:label_top]
+    fig.add_scatter(x=[size[i] for i in top], y=[flip[i] for i in top], mode="text", text=[f"{ids[i]}" for i in top],
+                    textposition="top center", showlegend=False, hoverinfo="skip")  # fmt: skip
+    fig.update_xaxes(type="log", title_text="mean |h| of the dimension (log scale)")
+    fig.update_yaxes(title_text="share of positions whose argmax moves", rangemode="tozero")
+    return style(fig, f"{title} · {moving} of {len(ids)} move it somewhere", HEIGHT)

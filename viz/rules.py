@@ -1,0 +1,172 @@
+"""Every rule at one drafted position, and a run's rounds recoloured by any rule: from the recorded trace alone.
+
+A draft record of an evidence-mode run carries what every rule reads: the relatives' statistics (p(d), the
+target rank, H(p), JS / KL / TV between p and q, the top-2 logit ratio) and DropMatch's path verdicts at the
+run's K and p_drop. A relative's verdict is recomputed here at any knob by the same registry function the
+decoder ran (`dropmatch.criteria.RULES`); DropMatch's criteria can only be shown at the run's p_drop (their
+paths would have to be drawn again). Nothing is re-decoded: after the first position where a rule decides
+otherwise than the run did, the run would have continued differently, so later rounds are hypothetical.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import plotly.graph_objects as go
+import torch
+
+from dropmatch.config import DROPMATCH_CRITERIA, KNOBS
+from dropmatch.criteria import RULES
+from dropmatch.trace import TokenRecord, Trace
+from viz.rounds import column_of, draft_length
+from viz.theme import ACCEPT_COLOR, REJECT_COLOR, category_heatmap, legend_traces, message_figure, show_token, style
+
+CAVEAT = ("Computed from the recorded numbers of this run, nothing re-decoded: once a rule decides a position "
+          "differently from the run, the text after it would have been different.")  # fmt: skip
+# The map's cell categories when recoloured by a rule: its decision, compared with what the run decided.
+AGREEMENT = {
+    "accepts, as the run did": "#86efac",
+    "accepts where the run rejected": "#15803d",
+    "rejects where the run accepted": "#b91c1c",
+    "rejects, as the run did": "#fca5a5",
+    "not recorded": "#e5e7eb",
+}
+
+
+def numbers(rec: TokenRecord) -> dict[str, torch.Tensor] | None:
+    """The relatives' inputs at a draft record as one-element tensors; None where they were not recorded."""
+    if rec.kind != "draft" or not rec.rule_stats or rec.p is None or rec.target_rank is None:
+        return None
+    values = {"p_d": rec.p, "rank": rec.target_rank, **rec.rule_stats}
+    return {k: torch.tensor([float("nan") if v is None else v]) for k, v in values.items()}
+
+
+def decide(rec: TokenRecord, rule: str, knob: float | None = None) -> bool | None:
+    """A rule's verdict at a draft record (a relative at `knob`, default its source's; DropMatch's criteria as
+    recorded), or None where the record cannot tell."""
+    if rule == "lossless":
+        return rec.lossless
+    if rule in DROPMATCH_CRITERIA:
+        return (rec.verdicts or {}).get(rule)
+    found = numbers(rec)
+    if found is None:
+        return None
+    return bool(RULES[rule].decide(found, KNOBS[rule].default if knob is None else knob).accept[0])
+
+
+def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
+    """What the run decided at a draft record; after a round's first rejection (never reached by the prefix rule),
+    what the run's own test said there."""
+    if rec.reason != "skipped":
+        return bool(rec.accepted)
+    cfg = trace.config
+    if cfg.get("method") not in ("dropmatch", "relative"):
+        return rec.lossless
+    own = decide(rec, cfg["criterion"], cfg.get("knob"))
+    if own is None:
+        return None
+    return own if cfg.get("mode") == "replace" else bool(rec.lossless) or own
+
+
+def _fmt(x: float) -> str:
+    return "∞" if math.isinf(x) else f"{x:.3g}"
+
+
+def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = None) -> str:
+    """What the rule read at this position, as one short line."""
+    s = rec.rule_stats or {}
+    knob = KNOBS[rule].default if rule in KNOBS and knob is None else knob
+    if rule == "lossless":
+        return f"target rank of d: {rec.target_rank} (exact match needs 1)"
+    if rule in ("js", "js+majority") and rec.js_draft is not None:
+        line = f"JS(q‖c) {_fmt(rec.js_draft)} vs max path JS {_fmt(rec.threshold)}"
+        return line + (f"; votes for d {_votes(rec)} of {K}" if rule == "js+majority" else "")
+    if rule in ("majority", "majority-strict", "naive") and rec.votes is not None:
+        top = rec.votes[0][1] if rec.votes else 0
+        return f"paths voting for d: {_votes(rec)} of {K} (most votes: {top})"
+    if rule in DROPMATCH_CRITERIA:
+        return "paths not computed at this position"
+    if not s:
+        return "not recorded at this position"
+    if rule.startswith("fuzzy"):
+        key, name = {"fuzzy-js": ("js_pq", "JS(p‖q)"), "fuzzy-kl": ("kl_qp", "KL(q‖p)"), "fuzzy-tv": ("tv", "TV(p,q)")}[rule]
+        return f"{name} {_fmt(s[key])} vs threshold {knob:g}"
+    if rule == "typical":
+        bound = min(knob, math.sqrt(knob) * math.exp(-s["entropy"]))
+        return f"p(d) {_fmt(rec.p)} vs bound {_fmt(bound)} = min(ε, √ε·e^−H), H {_fmt(s['entropy'])} nats"
+    if rule == "top-k":
+        return f"target rank of d: {rec.target_rank} vs k {knob:g}"
+    ratio = s["margin"]
+    return f"z₂/z₁ {'—' if ratio is None or ratio != ratio else _fmt(ratio)} vs θ {knob:g}; rank of d {rec.target_rank}"
+
+
+def _votes(rec: TokenRecord) -> int:
+    return next((n for tok, n in rec.votes or [] if tok == rec.token_id), 0)
+
+
+def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = None) -> list[dict]:
+    """One row per rule at a draft record: name, knob, verdict (True / False / None) and the statistic read."""
+    knobs = dict(knobs or {})
+    if trace.config.get("method") == "relative":
+        knobs.setdefault(trace.config["criterion"], trace.config.get("knob"))
+    K, p_drop = trace.config.get("K"), trace.config.get("p_drop")
+    rows = [{"rule": "lossless", "knob": "", "verdict": rec.lossless, "statistic": statistic(rec, "lossless", None)}]
+    for name in (*DROPMATCH_CRITERIA, *KNOBS):
+        knob = knobs.get(name)
+        shown = f"K {K}, p_drop {p_drop:g}" if name in DROPMATCH_CRITERIA else f"{KNOBS[name].name} {knob if knob is not None else KNOBS[name].default:g}"
+        rows.append({"rule": name, "knob": shown, "verdict": decide(rec, name, knob),
+                     "statistic": statistic(rec, name, knob, K)})  # fmt: skip
+    return rows
+
+
+def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, float] | None = None) -> str:
+    """The inspector's rule panel: every rule's verdict at the selected draft position, with what it read."""
+    if trace is None or rec is None or rec.kind != "draft":
+        return "<p class=dm-note>Click a drafted token (or a correction, for the draft it replaced) to see what every rule would decide there.</p>"
+    run = trace.config.get("criterion") if trace.config.get("method") in ("dropmatch", "relative") else "lossless"
+    body = []
+    for row in rule_rows(trace, rec, knobs):
+        v = row["verdict"]
+        chip = ("<span class=dm-no-data>—</span>" if v is None else
+                f"<span class=dm-chip style='background:{ACCEPT_COLOR if v else REJECT_COLOR}'>{'accept' if v else 'reject'}</span>")  # fmt: skip
+        name = html.escape(row["rule"]) + (" <b>(this run)</b>" if row["rule"] == run else "")
+        body.append(f"<tr><td>{name}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
+                    f"<td>{html.escape(row['statistic'])}</td></tr>")  # fmt: skip
+    head = "<tr><th>rule</th><th>knob</th><th>verdict</th><th>what it read</th></tr>"
+    title = f"<p><b>Every rule at draft {html.escape(show_token(rec.text))!s}</b> (round {rec.round + 1}, position {rec.pos})</p>"
+    return (f"{title}<div class=scroll><table class='dm-table dm-rules'>{head}{''.join(body)}</table></div>"
+            f"<p class=dm-note>{html.escape(CAVEAT)}</p>")
+
+
+def rule_heatmap(trace: Trace | None, rule: str, knob: float | None, title: str) -> go.Figure:
+    """The accept / reject map of a run's rounds, recoloured by what `rule` decides at each drafted position,
+    compared with the run's own decision there (`run_verdict`; CAVEAT applies)."""
+    if trace is None or not trace.records:
+        return message_figure("No rounds yet.", title)
+    gamma = draft_length(trace)
+    rounds = sorted({r.round for r in trace.records})
+    row_of = {t: i for i, t in enumerate(rounds)}
+    cells = [[None] * gamma for _ in rounds]
+    text, hover = [[""] * gamma for _ in rounds], [[""] * gamma for _ in rounds]
+    for rec in trace.records:
+        if rec.kind != "draft":
+            continue
+        i, j = row_of[rec.round], column_of(rec, gamma)
+        verdict, ran = decide(rec, rule, knob), run_verdict(trace, rec)
+        if verdict is None or ran is None:
+            cells[i][j] = "not recorded"
+        else:
+            cells[i][j] = [["rejects, as the run did", "rejects where the run accepted"],
+                           ["accepts where the run rejected", "accepts, as the run did"]][verdict][ran]  # fmt: skip
+        text[i][j] = show_token(rec.text, 8)
+        hover[i][j] = f"round {rec.round + 1}, position {rec.pos}<br>{rec.text!r}<br>{rule}: {cells[i][j]}"
+    fig = go.Figure(category_heatmap(cells, text, hover, [str(j + 1) for j in range(gamma)],
+                                     [f"round {t + 1}" for t in rounds], AGREEMENT))  # fmt: skip
+    for trace_ in legend_traces(AGREEMENT, {}):
+        fig.add_trace(trace_)
+    fig.update_xaxes(side="top", title_text="draft position", showgrid=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    fig.update_layout(legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0}, plot_bgcolor="white")
+    fig = style(fig, title, min(210 + 24 * len(rounds), 1100))
+    return fig.update_layout(margin={"t": 96, "b": 10})
