@@ -8,7 +8,8 @@ import viz
 from ui.common import PAPER
 
 HEADER = (f"# DropMatch Explorer\nWhy every draft token was accepted or rejected: DropMatch "
-          f"([arXiv 2603.03333]({PAPER})) beside lossless speculative decoding, same draft, same seed.")  # fmt: skip
+          f"([arXiv 2603.03333]({PAPER})) or one of its relatives beside lossless speculative decoding, same draft, "
+          "same seed.")  # fmt: skip
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 
 

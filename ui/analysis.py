@@ -24,9 +24,11 @@ RECORDED = {"sweep": ROOT / "assets/sweep", "relatives": ROOT / "assets/relative
 RECORDED_LABELS = {"sweep": "DropMatch's own sweep", "relatives": "DropMatch beside its relatives"}
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
-# What /open_sweep returns, in order (one plot per FIGURES entry); /sweep also clears the recorded-sweep choice.
-SWEEP_OUTPUTS = ("note", "compare", *FIGURES, "matched", "measure", "summary", "files", "source")
-LIVE_OUTPUTS = (*SWEEP_OUTPUTS, "suite")
+# What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
+# "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
+SWEEP_WIRING = ("note", "compare", *FIGURES, "matched", "measure", "summary", "files", "source")
+SWEEP_OUTPUTS = tuple(name for name in SWEEP_WIRING if name != "source")
+LIVE_WIRING, LIVE_OUTPUTS = (*SWEEP_WIRING, "suite"), (*SWEEP_OUTPUTS, "suite")
 PLOT_ROWS = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")
 
 
@@ -90,7 +92,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
 
 
 def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str], source: list[str]) -> dict:
-    """Every SWEEP_OUTPUTS part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
+    """Every SWEEP_WIRING part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
     c = content(df)
     plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in FIGURES}
     return updates(a, {"note": note, "compare": c["compare"], **plots, "matched": c["matched"],
@@ -234,9 +236,9 @@ def layout() -> Parts:
 def wire(a: Parts) -> None:
     """The tab's events: /open_sweep (a recorded suite), /sweep (a live sweep, streamed; Stop cancels it), the
     trade-off measure, and the calibration of the suite shown."""
-    a["suite"].input(bind(open_recorded_sweep, a), a["suite"], pick(a, SWEEP_OUTPUTS), api_name="open_sweep")
+    a["suite"].input(bind(open_recorded_sweep, a), a["suite"], pick(a, SWEEP_WIRING), api_name="open_sweep")
     a["suite"].input(calibration_views, a["suite"], pick(a, ("unanimity", "dims")), api_visibility="private")
     a["measure"].input(redraw_tradeoff, pick(a, ("source", "measure")), a["tradeoff"], api_visibility="private")
-    sweep = a["run"].click(bind(live_sweep, a), pick(a, LIVE_INPUTS), pick(a, LIVE_OUTPUTS), api_name="sweep",
+    sweep = a["run"].click(bind(live_sweep, a), pick(a, LIVE_INPUTS), pick(a, LIVE_WIRING), api_name="sweep",
                            concurrency_id="model")  # fmt: skip
     a["stop"].click(None, None, None, cancels=[sweep])

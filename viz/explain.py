@@ -32,6 +32,20 @@ In **or** mode a token is accepted when the lossless test OR the criterion accep
 decoding this is exactly lossless); **replace** uses the criterion alone. At temperature > 0 the path tokens are
 *sampled*, so naive and majority relax even at p_drop = 0 (identical paths still draw different tokens). Corrections and bonus tokens always come from the unmasked head.
 The accepted prefix is the longest run of accepts. Paper defaults: K = 5, p_drop = 0.3. τ counts the bonus token.
+
+**Its relatives** relax the same test without dropout paths, from the unmasked target p and the draft q alone; each has
+one knob, runs through the same loop (OR with lossless by default) and can be picked in the criterion menu:
+- **Fuzzy SD** (Holsman et al., 2025): accept when a divergence between p and q is under a threshold: JS(p‖q),
+  KL(q‖p) or TV(p, q). It ignores which token was drafted.
+- **Typical acceptance** (Medusa, Cai et al., 2024): accept when p(d) > min(ε, √ε·e^(−H(p))).
+- **Target top-k**: accept when d is among the target's k most likely tokens.
+- **MARS** (Song et al., 2026): where the target hesitates, z₂/z₁ > θ on its two largest logits, accept its second token.
+
+The inspector lists what every rule would decide at the clicked draft, and the accept / reject map can be recoloured by
+any rule: both come from the numbers the run recorded, so once a rule decides a position differently the rest of the
+text would have differed. The Analysis tab compares the rules at equal speed (the matched-τ table) and on the quality
+measures (length ratio λ, repetition loops, the cost of a relaxed acceptance log p(top-1) − log p(d), the target's
+log-probability of the text, and pass@1 on HumanEval).
 """
 
 

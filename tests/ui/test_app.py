@@ -18,7 +18,7 @@ import app
 import viz
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.trace import Trace
-from ui import analysis, explore, runs
+from ui import analysis, compare, explore, runs
 from viz.summary import divergence, traces_from_data
 from viz.sweep import FIGURES, relevant
 from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
@@ -26,7 +26,7 @@ from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
 pytestmark = pytest.mark.slow  # the real embedded pair (and, here, a browser)
 
 SETTINGS = dict(chat=False, pair="embedded", gamma=4, K=5, p_drop=0.3, criterion="js+majority", mode="or",
-                temperature=0.0, max_new_tokens=16, seed=0)
+                temperature=0.0, max_new_tokens=16, seed=0, knob=None)
 PROMPT = "def fibonacci(n):\n"
 LABELS = set(REASON_LABELS.values()) | {DIVERGENCE_LABEL}
 
@@ -99,7 +99,7 @@ def test_run_streams_both_outputs_figures_and_metrics(streamed):
     assert first_round is not None
     print(f"\nfirst streamed round after {first_round:.2f} s")
     assert explore.RUN_OUTPUTS == ("DropMatch", "lossless", "map_DropMatch", "map_lossless", "table", "acceptance",
-                                   "status", "files", "step_md", "step_fig", "step_run")  # the order clients rely on
+                                   "status", "files", "step_md", "step_fig", "step_run", "recolour")  # the order clients rely on
     final = named(outputs[-1], explore.RUN_OUTPUTS)
     for text in (final["DropMatch"], final["lossless"]):
         assert text and {span["class_or_confidence"] for span in text} <= LABELS
@@ -136,6 +136,9 @@ def test_inspector_for_every_emitted_token(api_traces, view):
         assert tuple(out) == explore.INSPECTOR
         caption, heat, js, votes = out["caption"], out["heat"], out["js"], out["votes"]
         rec = traces["DropMatch"].records[index[i]]
+        if rec.kind != "bonus":  # every rule's verdict where the draft (or the draft a correction replaced) sat
+            assert "Every rule at draft" in out["rules"] and "js+majority <b>(this run)</b>" in out["rules"]
+            assert out["selected"][0] == "DropMatch"
         assert caption.startswith("**DropMatch**") and REASON_LABELS[rec.reason] in caption
         if rec.kind == "bonus":
             assert not heat.data and "No dropout paths" in heat.layout.annotations[0].text
@@ -208,14 +211,14 @@ def test_open_files_and_recorded_example(client, tmp_path, api_traces):
 
 
 def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
-    assert analysis.SWEEP_OUTPUTS == ("note", "compare", *FIGURES, "summary", "files")  # the order clients rely on
-    out = named(client.predict("humaneval", api_name="/open_sweep"), analysis.SWEEP_OUTPUTS)
-    cells = load_sweep(analysis.SWEEP).query("suite == 'humaneval'")
+    assert analysis.SWEEP_OUTPUTS == ("note", "compare", *FIGURES, "matched", "measure", "summary", "files")  # the order clients rely on
+    out = named(client.predict("sweep/humaneval", api_name="/open_sweep"), analysis.SWEEP_OUTPUTS)
+    cells = load_sweep(analysis.RECORDED["sweep"]).query("suite == 'humaneval'")
     assert f"{cells['prompt_id'].nunique()} prompts" in out["note"] and "no model needed" in out["note"]
     assert "pass@1" in out["compare"] and "title=" in out["summary"] and "tau_pooled" in out["summary"]
     assert sorted(p.rsplit("/", 1)[-1] for p in out["files"]) == ["report.html", "table.csv"]
-    opened = by_name(sweep_parts, analysis.open_recorded_sweep(sweep_parts, "humaneval"))
-    assert set(opened) == set(analysis.SWEEP_OUTPUTS)
+    opened = by_name(sweep_parts, analysis.open_recorded_sweep(sweep_parts, "sweep/humaneval"))
+    assert set(opened) == set(analysis.SWEEP_WIRING)
     shown = [opened[name].visible for name in FIGURES]
     assert shown == [name in relevant(cells) for name in FIGURES] and any(shown)
     with pytest.raises(gr.Error, match="No recorded sweep named"):
@@ -239,3 +242,25 @@ def test_live_sweep_streams_cell_by_cell(client):
 def test_live_sweep_refuses_too_large_a_sweep(client):
     with pytest.raises(Exception, match="at most 32 cells"):
         client.predict("mini_spec_bench", 8, "p_drop", "0,0.1,0.2,0.4,0.5", 8, "embedded", api_name="/sweep")
+
+
+def test_a_relative_runs_on_the_relaxed_side_at_its_knob(client):
+    out = client.predict(PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 3, "max_new_tokens": 8}, api_name="/trace")
+    traces = traces_from_data(out)
+    relaxed = traces["DropMatch"]
+    assert relaxed.config["method"] == "relative" and relaxed.config["knob"] == 3
+    assert {r.reason for r in relaxed.records if r.kind == "draft" and r.accepted} <= {"exact", "top-k"}
+    with pytest.raises(Exception, match=r"k must be an integer in \[1, 1000\]"):
+        client.predict(PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 0.5}, api_name="/trace")
+
+
+def test_the_maps_recolour_by_any_rule_and_the_panel_follows(api_traces, view):
+    traces = traces_from_data(api_traces)
+    picked = by_name(view, explore.inspect(view, traces, "DropMatch", 1))["selected"]
+    out = by_name(view, compare.recolour(view, traces, "typical", 0.3, picked))
+    assert set(out) == {"map_DropMatch", "map_lossless", "rules"}
+    assert "what typical decides" in out["map_DropMatch"].layout.title.text and "epsilon 0.3" in out["rules"]
+    own = by_name(view, compare.recolour(view, traces, compare.OWN, None, picked))
+    assert "accept / reject per round" in own["map_DropMatch"].layout.title.text
+    with pytest.raises(gr.Error, match="epsilon must lie"):
+        compare.recolour(view, traces, "typical", 7, picked)

@@ -93,6 +93,8 @@ def test_run_an_example_and_inspect_a_token(page):
     plot_rendered(page, "#insp-heatmap", "Top tokens under each head")
     plot_rendered(page, "#insp-js", "JS test")
     plot_rendered(page, "#insp-votes", "top-1 votes")
+    page.wait_for_function("document.querySelector('#insp-rules').innerText.includes('Every rule at draft')", **POLL)
+    assert "typical" in page.locator("#insp-rules").inner_text()
     assert "round" in page.locator(".dm-caption").first.inner_text()
     assert page.locator(f"#insp-heatmap {PLOT}").count() >= 1
     time.sleep(1)
@@ -148,10 +150,17 @@ def test_analysis_tab_shows_the_recorded_sweep(page):
     assert page.locator("#lab-compare th[title]").count() >= 3
     time.sleep(1)
     page.screenshot(path=str(ARTIFACTS / "analysis.png"), full_page=True)
-    page.locator("#lab-suite label", has_text="humaneval").click()
+    page.locator("#lab-suite label", has_text="DropMatch's own sweep · humaneval").click()
     plot_rendered(page, "#lab-score_vs_tau", "Task score vs mean acceptance length")
     page.wait_for_function("document.querySelector('#lab-note').innerText.includes('humaneval')", **POLL)
     assert "pass@1" in page.locator("#lab-compare").inner_text()
+    page.locator("#lab-suite label", has_text="DropMatch beside its relatives · mini_spec_bench").click()
+    plot_rendered(page, "#lab-tradeoff", "one curve per rule")
+    header = page.locator("#lab-matched th", has_text="tau_target")
+    assert "the tau matched" in header.get_attribute("title")
+    plot_rendered(page, "#lab-unanimity", "Path unanimity vs p_drop")
+    time.sleep(1)
+    page.screenshot(path=str(ARTIFACTS / "analysis_relatives.png"), full_page=True)
 
 
 def test_a_live_sweep_runs_from_the_analysis_tab(page):
@@ -167,5 +176,5 @@ def test_a_live_sweep_runs_from_the_analysis_tab(page):
     files = "document.querySelector('#lab-files').innerText.replace(/\\s/g, '')"
     page.wait_for_function(f"{files}.includes('report.html') && {files}.includes('table.csv')", **POLL)
     assert page.locator("#lab-summary tbody tr").count() == 2  # lossless and DropMatch at the centre
-    page.locator("#lab-suite label", has_text="mini_spec_bench").click()
+    page.locator("#lab-suite label", has_text="DropMatch's own sweep · mini_spec_bench").click()
     page.wait_for_function("document.querySelector('#lab-note').innerText.includes('Recorded sweep')", **POLL)
