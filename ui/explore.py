@@ -8,11 +8,11 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import LIMITS, MODES
+from dropmatch.config import LIMITS, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
-    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, DEFAULTS, PAIR_CHOICES, ROOT, Parts, bind, parts, pick,
-    updates,
+    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, ROOT, Parts,
+    bind, parts, pick, updates,
 )  # fmt: skip
 from viz.summary import RUNS, display_name, divergence, status_line
 
@@ -143,9 +143,9 @@ def views(v: Parts, traces: dict, note: str, live: bool = False) -> dict:
     cut = divergence(traces)
     out = {"status": note, "traces": traces}
     for n in RUNS:
-        label = f"{display_name(traces[n]) if traces.get(n) else n} output · click a token to inspect it"
-        out[n] = gr.HighlightedText(viz.spans(traces[n], cut)[0] if traces.get(n) else [], label=label)
-        out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{n}: accept / reject per round")
+        out[n] = viz.spans(traces[n], cut)[0] if traces.get(n) else []
+        shown = display_name(traces[n]) if traces.get(n) else n
+        out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{shown}: accept / reject per round")
     if not live:
         out["table"] = viz.metrics_frame({n: traces.get(n) for n in RUNS})
         out["acceptance"] = viz.acceptance_figure(traces)
@@ -233,6 +233,21 @@ def selector(v: Parts, run_name: str):
     return handler
 
 
+def output_label(name: str) -> str:
+    return f"{name} output · click a token to inspect it"
+
+
+def relaxed_label(v: Parts, criterion: str) -> dict:
+    """The first output's label names the rule chosen (DropMatch, or the relative) as soon as it is picked."""
+    name = "DropMatch" if criterion_method(criterion) == "dropmatch" else CRITERION_LABELS[criterion].split(": ")[-1]
+    return {v[RUNS[0]]: gr.HighlightedText(label=output_label(name))}
+
+
+def run_labels(v: Parts, traces: dict) -> dict:
+    """Both outputs' labels name the runs shown (after a run, or traces opened from a file)."""
+    return {v[n]: gr.HighlightedText(label=output_label(display_name(traces[n]) if traces.get(n) else n)) for n in RUNS}
+
+
 def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
     """The Previous (-1) and Next (+1) buttons."""
     return step(v, traces, run_name, pos, delta)
@@ -241,12 +256,15 @@ def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
 # ---- events -------------------------------------------------------------------------------------
 def wire(v: Parts) -> None:
     """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api)."""
-    out = pick(v, RUN_WIRING)
+    out, labels = pick(v, RUN_WIRING), pick(v, RUNS)
+    relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
     go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
                         show_progress="minimal")  # fmt: skip
-    v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
-    v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded")
-    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files")
+    go.then(**relabel)
+    v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private").then(**relabel)
+    v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**relabel)
+    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**relabel)
+    v["criterion"].change(bind(relaxed_label, v), v["criterion"], labels[:1], api_visibility="private")
     for name in RUNS:
         v[name].select(selector(v, name), pick(v, ("traces", "recolour", "rule_knob")), pick(v, INSPECTOR),
                        api_visibility="private")  # fmt: skip

@@ -146,7 +146,7 @@ def test_inspector_for_every_emitted_token(api_traces, view):
             assert len(heat.data[0].y) == K + 3 and heat.layout.meta["draft_column"] is not None
             assert len(js.data[0].y) == K and sum(votes.data[0].y) == K
     handler = explore.selector(view, "lossless")
-    out = by_name(view, handler(traces, gr.SelectData(None, {"index": 0, "value": ["x", "exact match"]})))
+    out = by_name(view, handler(traces, compare.OWN, None, gr.SelectData(None, {"index": 0, "value": ["x", "exact match"]})))
     assert out["caption"].startswith("**lossless**")
     with pytest.raises(gr.Error, match="No token at index"):
         explore.inspect(view, traces, "DropMatch", 10_000)
