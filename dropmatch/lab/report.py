@@ -20,7 +20,7 @@ from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
 from dropmatch.metrics import DEFINITIONS, pooled_tau
-from dropmatch.tradeoff import MEASURES, matched_table
+from dropmatch.tradeoff import compared_at, knob_of, matched_table, rule_name, setting_points
 from viz.sweep import FIGURES, centre, held, relevant, tradeoff, tradeoff_measures
 
 
@@ -111,6 +111,28 @@ def _score(df: pd.DataFrame) -> str | None:
     )
 
 
+def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
+    """Every setting's task score against lossless on the same problems (same γ): problems lost and gained and
+    the exact McNemar p-value, one row per setting at the compared γ."""
+    scored = df.dropna(subset=["score"])
+    if scored.empty:
+        return pd.DataFrame()
+    points = setting_points(scored).set_index(["rule", "knob"])
+    gamma = compared_at(scored)["gamma"]
+    rows = scored[scored["gamma"] == gamma].assign(rule=lambda d: d.apply(rule_name, axis=1),
+                                                    knob=lambda d: d.apply(knob_of, axis=1))  # fmt: skip
+    base = rows[rows["method"] == "lossless"][["prompt_id", "score"]]
+    out = []
+    for (rule, knob), part in rows[rows["method"] != "lossless"].groupby(["rule", "knob"], sort=False):
+        pairs = base.merge(part[["prompt_id", "score"]], on="prompt_id", suffixes=("", "_rule"))
+        lost = int(((pairs["score"] == 1) & (pairs["score_rule"] == 0)).sum())
+        gained = int(((pairs["score"] == 0) & (pairs["score_rule"] == 1)).sum())
+        out.append({"rule": rule, "knob": knob, "problems": len(pairs), "tau": points.loc[(rule, knob), "tau"],
+                    "score": part["score"].mean(), "score_lossless": pairs["score"].mean(), "lost": lost,
+                    "gained": gained, "mcnemar_p": mcnemar_p(lost, gained)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
 def _korean(df: pd.DataFrame) -> str | None:
     ko, c = df[df["category"] == "korean"], centre(df)
     if ko.empty:
@@ -181,6 +203,11 @@ COLUMN_DEFINITIONS = (
         "basis": "how the knob and the values were found: measured, interpolated between two measured knobs, or not "
                  "reached in the knob range run",
         "equal_share": "median share of tokens equal to lossless (same prompt and γ)",
+        "score_lossless": "lossless's mean task score on the same problems",
+        "lost": "problems lossless solves and this setting does not",
+        "gained": "problems this setting solves and lossless does not",
+        "mcnemar_p": "two-sided exact McNemar p-value of lost against gained (paired by problem)",
+        "problems": "problems scored with both this setting and lossless",
         "prompts": "prompts (cells) behind this row",
         "tau_pooled": "sum N / sum T over this row's prompts: tokens per target forward, pooled",
         "loadavg": "1-minute system load when the cell finished: how contended its timings were",
@@ -288,6 +315,9 @@ def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     matched = matched_table(part)
     if len(matched):
         out.append(table_html(matched))
+    paired = paired_scores(part)
+    if len(paired):
+        out.append("<h4>Task score against lossless, problem by problem</h4>" + table_html(paired))
     for i, measure in enumerate(tradeoff_measures(part)):
         out.append(_figure_html(tradeoff(part, measure), f"{suite}-tradeoff-{measure}", inline_js and i == 0))
     return "".join(out)
