@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN
-from dropmatch.lab.report import mcnemar_p, paper_comparison, render, write_outputs, write_report
+from dropmatch.lab.report import mcnemar_p, paired_scores, paper_comparison, render, write_outputs, write_report
 from dropmatch.lab.sweep import load_sweep
 from viz.sweep import FIGURES, centre, held, label, relevant
 
@@ -144,8 +144,6 @@ def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
 
 
 def test_paired_scores_count_lost_and_gained_problems_per_setting():
-    from dropmatch.lab.report import paired_scores
-
     def rows(method, scores, **setting):
         return [{"method": method, "gamma": 5, "K": None, "p_drop": None, "criterion": None, "knob": None,
                  "prompt_id": f"HumanEval/{i}", "score": s, "n_tokens": 10, "target_forwards": 4, "speedup": 1.0,
