@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, DecodeConfig
+from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, DecodeConfig
 from dropmatch.criteria import RULES
 from dropmatch.decode import generate, position_generator
 from dropmatch.evidence import Evidence
@@ -152,9 +152,11 @@ def lossless_outputs(pair: ModelPair, items, max_new_tokens: int) -> list[tuple[
 
 
 def recorded_outputs(table: pd.DataFrame, items) -> list[tuple[str, bool, list[int]]]:
-    """(prompt, chat, output ids) of the lossless rows of a recorded sweep (at its most common gamma)."""
+    """(prompt, chat, output ids) of the lossless rows of a recorded sweep (at the paper's gamma where it ran)."""
     rows = table[table["method"] == "lossless"]
-    rows = rows[rows["gamma"] == rows["gamma"].mode().iloc[0]].set_index("prompt_id")
+    gammas = set(rows["gamma"])
+    gamma = PAPER_SETTING["gamma"] if PAPER_SETTING["gamma"] in gammas or not gammas else min(gammas)
+    rows = rows[rows["gamma"] == gamma].set_index("prompt_id")
     missing = [it.id for it in items if it.id not in rows.index]
     if missing:
         raise ValueError(f"the recorded sweep has no lossless output for {', '.join(missing[:5])}")
