@@ -53,6 +53,11 @@ KNOBS = {
                  "smaller relaxes more"),
 }  # fmt: skip
 RELATIVE_CRITERIA = tuple(KNOBS)
+# The statistics of p and q a drafted position's record keeps for the relatives (dropmatch.evidence computes them):
+# H(p), JS(p || q), KL(q || p), TV(p, q), z2 / z1. A non-finite value is recorded as null: an infinite KL, or a
+# ratio that is undefined (z1 <= 0).
+RECORDED_STATISTICS = ("entropy", "js_pq", "kl_qp", "tv", "margin")
+NULL_MEANS = {"kl_qp": float("inf")}  # what a null statistic stands for (NaN where not listed)
 CRITERION_NAMES = (*DROPMATCH_CRITERIA, *RELATIVE_CRITERIA)
 
 

@@ -20,11 +20,10 @@ from functools import cached_property
 
 import torch
 
-from dropmatch.config import sampling_temperature
+from dropmatch.config import RECORDED_STATISTICS, sampling_temperature
 from dropmatch.heads import PathStats, js_divergence
 
-STATISTICS = ("p_d", "rank", "entropy", "js_pq", "kl_qp", "tv", "margin")
-RECORDED = STATISTICS[2:]  # p(d) and the rank already have their own record fields (p, target_rank)
+STATISTICS = ("p_d", "rank", *RECORDED_STATISTICS)  # p(d) and the rank have their own record fields
 
 
 def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:

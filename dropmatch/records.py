@@ -7,13 +7,15 @@ position and one for the correction / bonus / target token.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
 
 from dropmatch.criteria import RULES, accept_reason
-from dropmatch.evidence import RECORDED, Evidence
+from dropmatch.config import RECORDED_STATISTICS
+from dropmatch.evidence import Evidence
 from dropmatch.trace import TokenRecord
 
 
@@ -77,8 +79,9 @@ def path_fields(checked: Checked, draft_token: int, full: bool) -> dict:
 def rule_stats(checked: Checked, full: bool) -> dict[str, float] | None:
     """The relatives' statistics at one position: all of them in evidence mode, else those the rule read."""
     ev, i = checked.evidence, checked.row
-    names = RECORDED if full else [n for n in ev.computed() if n in RECORDED]
-    return {name: float(ev[name][i]) for name in names} or None
+    names = RECORDED_STATISTICS if full else [n for n in ev.computed() if n in RECORDED_STATISTICS]
+    values = {name: float(ev[name][i]) for name in names}
+    return {name: v if math.isfinite(v) else None for name, v in values.items()} or None  # JSON has no inf or NaN
 
 
 def top_union(tokenizer, n: int, draft_token: int, q: torch.Tensor, p: torch.Tensor, checked: Checked) -> dict:

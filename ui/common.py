@@ -36,6 +36,7 @@ PAIR_CHOICES = [  # the embedded weights are 4-bit GGUF: the label says so (EMBE
 # What this app serves, tighter than the library's LIMITS: a prompt's characters and the tokens of one run.
 APP_PROMPT_CHARS = 4000
 APP_MAX_NEW_TOKENS = (1, 256)
+APP_VOCAB = 151_936  # the logit width of both pairs the app serves (Qwen2.5-Coder): an opened trace's ids lie below it
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
 DEFAULTS = {**PAPER_SETTING, "mode": MODES[0], "temperature": 0.0, "max_new_tokens": 48, "seed": 0}
 # What the criterion menu says of each rule: DropMatch's criteria first, then its relatives with their source.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,8 @@ from dropmatch.config import DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
 from dropmatch.trace import Trace
-from ui.common import DEFAULTS, ROOT, check_prompt, configs, gpu, model_pair, user_errors
+from dropmatch.schema import MAX_BYTES, parse_json
+from ui.common import APP_VOCAB, DEFAULTS, ROOT, check_prompt, configs, gpu, model_pair, user_errors
 from viz.summary import RUNS, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
@@ -79,12 +79,16 @@ def downloads(traces: dict[str, Trace]) -> list[str]:
 
 
 def read_traces(files) -> dict[str, Trace]:
-    """Traces from downloaded files (or a saved /trace result); a bad file, or none, is a clear gr.Error."""
+    """Traces from downloaded files (or a saved /trace result), each checked where it enters (size, nesting,
+    schema, token ids within the app's vocabulary); a bad file, or none, is a clear gr.Error."""
     traces = {}
     for path in [files] if isinstance(files, str) else files or []:
         try:
-            traces.update(traces_from_data(json.loads(Path(path).read_text(encoding="utf-8"))))
-        except (ValueError, UnicodeDecodeError) as err:
+            if Path(path).stat().st_size > MAX_BYTES:
+                raise ValueError(f"the file has {Path(path).stat().st_size:,} bytes; a trace file may have at most "
+                                 f"{MAX_BYTES:,}")  # fmt: skip
+            traces.update(traces_from_data(parse_json(Path(path).read_bytes()), APP_VOCAB))
+        except ValueError as err:
             raise gr.Error(f"{Path(path).name}: {err}") from None
     if not traces:
         raise gr.Error("Upload a trace JSON file (downloaded from this app, or returned by /trace).")

@@ -16,7 +16,7 @@ import math
 import plotly.graph_objects as go
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, KNOBS
+from dropmatch.config import DROPMATCH_CRITERIA, KNOBS, NULL_MEANS
 from dropmatch.criteria import RULES
 from dropmatch.trace import TokenRecord, Trace
 from viz.rounds import column_of, draft_length
@@ -39,7 +39,7 @@ def numbers(rec: TokenRecord) -> dict[str, torch.Tensor] | None:
     if rec.kind != "draft" or not rec.rule_stats or rec.p is None or rec.target_rank is None:
         return None
     values = {"p_d": rec.p, "rank": rec.target_rank, **rec.rule_stats}
-    return {k: torch.tensor([float("nan") if v is None else v]) for k, v in values.items()}
+    return {k: torch.tensor([NULL_MEANS.get(k, float("nan")) if v is None else v]) for k, v in values.items()}
 
 
 def decide(rec: TokenRecord, rule: str, knob: float | None = None) -> bool | None:
@@ -50,7 +50,7 @@ def decide(rec: TokenRecord, rule: str, knob: float | None = None) -> bool | Non
     if rule in DROPMATCH_CRITERIA:
         return (rec.verdicts or {}).get(rule)
     found = numbers(rec)
-    if found is None:
+    if found is None or not set(RULES[rule].reads) <= set(found):
         return None
     return bool(RULES[rule].decide(found, KNOBS[rule].default if knob is None else knob).accept[0])
 
@@ -69,13 +69,14 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     return own if cfg.get("mode") == "replace" else bool(rec.lossless) or own
 
 
-def _fmt(x: float) -> str:
+def _fmt(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "—"
     return "∞" if math.isinf(x) else f"{x:.3g}"
 
 
 def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = None) -> str:
     """What the rule read at this position, as one short line."""
-    s = rec.rule_stats or {}
     knob = KNOBS[rule].default if rule in KNOBS and knob is None else knob
     if rule == "lossless":
         return f"target rank of d: {rec.target_rank} (exact match needs 1)"
@@ -87,18 +88,19 @@ def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = N
         return f"paths voting for d: {_votes(rec)} of {K} (most votes: {top})"
     if rule in DROPMATCH_CRITERIA:
         return "paths not computed at this position"
-    if not s:
+    found = numbers(rec)
+    if found is None or not set(RULES[rule].reads) <= set(found):
         return "not recorded at this position"
+    s = {k: float(v[0]) for k, v in found.items()}
     if rule.startswith("fuzzy"):
         key, name = {"fuzzy-js": ("js_pq", "JS(p‖q)"), "fuzzy-kl": ("kl_qp", "KL(q‖p)"), "fuzzy-tv": ("tv", "TV(p,q)")}[rule]
         return f"{name} {_fmt(s[key])} vs threshold {knob:g}"
     if rule == "typical":
         bound = min(knob, math.sqrt(knob) * math.exp(-s["entropy"]))
-        return f"p(d) {_fmt(rec.p)} vs bound {_fmt(bound)} = min(ε, √ε·e^−H), H {_fmt(s['entropy'])} nats"
+        return f"p(d) {_fmt(s['p_d'])} vs bound {_fmt(bound)} = min(ε, √ε·e^−H), H {_fmt(s['entropy'])} nats"
     if rule == "top-k":
-        return f"target rank of d: {rec.target_rank} vs k {knob:g}"
-    ratio = s["margin"]
-    return f"z₂/z₁ {'—' if ratio is None or ratio != ratio else _fmt(ratio)} vs θ {knob:g}; rank of d {rec.target_rank}"
+        return f"target rank of d: {s['rank']:.0f} vs k {knob:g}"
+    return f"z₂/z₁ {_fmt(s['margin'])} vs θ {knob:g}; rank of d {s['rank']:.0f}"
 
 
 def _votes(rec: TokenRecord) -> int:

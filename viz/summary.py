@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dropmatch.config import KNOBS, RELAXED_METHODS
 from dropmatch.metrics import compute
-from dropmatch.trace import Trace
+from dropmatch.trace import MAX_TOKEN_ID, Trace
 from viz.tokens import first_divergence
 
 RUNS = ("DropMatch", "lossless")
@@ -45,7 +45,7 @@ def display_name(trace: Trace) -> str:
     return "DropMatch" if cfg.get("method") == "dropmatch" else str(cfg.get("method", "lossless"))
 
 
-def traces_from_data(data) -> dict[str, Trace]:
+def traces_from_data(data, vocab: int = MAX_TOKEN_ID) -> dict[str, Trace]:
     """One trace object, or an object whose values are traces (what the /trace endpoint returns).
 
     Raises ValueError with a clear message when nothing in it is a trace.
@@ -58,8 +58,8 @@ def traces_from_data(data) -> dict[str, Trace]:
     traces = {}
     for item in items:
         try:
-            trace = Trace.from_dict(item)
-        except TypeError as err:
+            trace = Trace.from_dict(item, vocab)
+        except ValueError as err:
             raise ValueError(f"not a DropMatch trace: {err}") from None
         traces[run_name(trace)] = trace
     return traces
