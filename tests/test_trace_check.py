@@ -8,11 +8,13 @@ import json
 import random
 from pathlib import Path
 
+import gradio as gr
 import pytest
 
 import viz
 from dropmatch.schema import parse_json
 from dropmatch.trace import Trace
+from ui.common import UserError
 from viz.rules import rule_heatmap, rules_html
 from viz.summary import status_line, traces_from_data
 
@@ -140,3 +142,8 @@ def test_fuzz_mutated_traces_are_refused_clearly_or_drawn_without_error():
             draw_everything(trace, sorted({0, record, len(trace.records) - 1}))
         drawn += 1
     assert refused > 150 and drawn > 25  # both sides of the boundary were exercised
+
+
+def test_an_expected_error_shows_in_the_page_without_a_traceback_in_the_log():
+    err = UserError("bad input")
+    assert isinstance(err, gr.Error) and err.print_exception is False and err.message == "bad input"

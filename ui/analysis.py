@@ -15,7 +15,9 @@ from dropmatch.lab.live import LIVE_LIMITS, SUITES, plan, run_live, runner_for
 from dropmatch.lab.report import paper_comparison, summary, table_html, write_report
 from dropmatch.lab.sweep import MANIFEST, TABLE, load_sweep
 from dropmatch.tradeoff import MEASURES, matched_table
-from ui.common import PAIR_CHOICES, PAIRS, ROOT, Parts, bind, gpu, model_pair, parts, pick, updates, user_errors
+from ui.common import (
+    PAIR_CHOICES, PAIRS, ROOT, Parts, UserError, bind, gpu, model_pair, parts, pick, updates, user_errors,
+)  # fmt: skip
 from viz.calibration import dims_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 
@@ -57,7 +59,7 @@ def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
     """The directory, suite and rows of a recorded choice ("relatives/humaneval"); a clear gr.Error if unknown."""
     values = [value for _, value in recorded_choices()]
     if choice not in values:
-        raise gr.Error(f"No recorded sweep named {choice!r}; choose one of {', '.join(values) or 'none'}.")
+        raise UserError(f"No recorded sweep named {choice!r}; choose one of {', '.join(values) or 'none'}.")
     key, suite = choice.split("/", 1)
     return RECORDED[key], suite, load_sweep(RECORDED[key]).query("suite == @suite")
 
@@ -110,7 +112,7 @@ def open_recorded_sweep(a: Parts, choice: str) -> dict:
 def redraw_tradeoff(source, measure: str):
     """The trade-off figure of the sweep shown, against another quality measure."""
     if not source or measure not in MEASURES:
-        raise gr.Error("Open a sweep with relatives first, then pick a quality measure.")
+        raise UserError("Open a sweep with relatives first, then pick a quality measure.")
     folder, suite = source
     df = load_sweep(folder).query("suite == @suite")
     return gr.Plot(value=tradeoff(df, measure), visible=True)

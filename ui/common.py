@@ -1,4 +1,4 @@
-"""What every tab shares: model pairs, app limits, validation to gr.Error, the pair loader, ZeroGPU, named parts."""
+"""What every tab shares: model pairs, app limits, validation to a UserError (a gr.Error with no traceback in the log), the pair loader, ZeroGPU, named parts."""
 
 from __future__ import annotations
 
@@ -58,6 +58,14 @@ CRITERION_CHOICES = [(CRITERION_LABELS[name], name) for name in CRITERION_NAMES]
 Parts = Mapping[str, Any]  # a tab's components by name, frozen once the layout is built
 
 
+class UserError(gr.Error):
+    """An expected error (bad input, a file that is not a trace, a pair that cannot load): one clear message in the
+    page, and no traceback in the server's log."""
+
+    def __init__(self, message: str):
+        super().__init__(message, print_exception=False)
+
+
 def parts(named: dict) -> Parts:
     """Freeze a layout's {name: component}."""
     return MappingProxyType(dict(named))
@@ -92,18 +100,18 @@ def gpu(fn=None, *, duration: int = 120):
 
 @contextmanager
 def user_errors(prefix: str = "") -> Iterator[None]:
-    """A library ValueError inside becomes a gr.Error with the same message (after `prefix`)."""
+    """A library ValueError inside becomes a UserError (a gr.Error) with the same message (after `prefix`)."""
     try:
         yield
     except ValueError as err:
-        raise gr.Error(f"{prefix}{err}") from None
+        raise UserError(f"{prefix}{err}") from None
 
 
 def check_prompt(prompt) -> str:
     if not isinstance(prompt, str) or not prompt.strip():
-        raise gr.Error("Type a prompt or pick an example first.")
+        raise UserError("Type a prompt or pick an example first.")
     if len(prompt) > APP_PROMPT_CHARS:
-        raise gr.Error(f"The prompt has {len(prompt)} characters; the limit is {APP_PROMPT_CHARS}.")
+        raise UserError(f"The prompt has {len(prompt)} characters; the limit is {APP_PROMPT_CHARS}.")
     return prompt
 
 
@@ -145,10 +153,10 @@ def hub_ready(timeout: float = 3.0) -> bool:
 def model_pair(pair: str):
     """The cached pair in bfloat16 (on CUDA where present); every failure is a clear gr.Error."""
     if pair not in PAIRS:
-        raise gr.Error(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
+        raise UserError(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
     if pair == "hub" and not hub_ready():
-        raise gr.Error("The hub pair needs huggingface.co, which this machine cannot reach. Use the embedded pair.")
+        raise UserError("The hub pair needs huggingface.co, which this machine cannot reach. Use the embedded pair.")
     try:
         return load_pair(*PAIRS[pair], dtype="bfloat16", device=default_device())
     except (ValueError, OSError) as err:
-        raise gr.Error(f"Cannot load the {pair} pair: {err}") from None
+        raise UserError(f"Cannot load the {pair} pair: {err}") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from dropmatch.config import KNOBS
-from ui.common import CRITERION_CHOICES, Parts, bind, pick, updates
+from ui.common import CRITERION_CHOICES, Parts, UserError, bind, pick, updates
 from viz import rules
 from viz.rounds import reason_heatmap
 from viz.summary import RUNS
@@ -39,7 +39,7 @@ def knobs(rule: str, knob) -> dict[str, float]:
     try:
         return {rule: KNOBS[rule].check(knob)}
     except ValueError as err:
-        raise gr.Error(str(err)) from None
+        raise UserError(str(err)) from None
 
 
 def selected_record(traces: dict, selected):

@@ -12,7 +12,7 @@ from dropmatch.config import LIMITS, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
     APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, ROOT, Parts,
-    bind, parts, pick, updates,
+    UserError, bind, parts, pick, updates,
 )  # fmt: skip
 from viz.summary import RUNS, display_name, divergence, status_line
 
@@ -161,7 +161,7 @@ def step_view(v: Parts, traces: dict, run_name: str, t: int = 0, stage: int = 0)
 def step(v: Parts, traces: dict, run_name: str, pos, delta: int) -> dict:
     trace = (traces or {}).get(run_name)
     if trace is None or not trace.rounds:
-        raise gr.Error(f"No {run_name} trace yet: run a prompt or open a trace first.")
+        raise UserError(f"No {run_name} trace yet: run a prompt or open a trace first.")
     t, stage = viz.move(trace, int(pos[0]), int(pos[1]), delta)
     return step_view(v, traces, run_name, t, stage)
 
@@ -206,12 +206,12 @@ def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OW
     output (a relative's knob as the map's controls set it)."""
     trace = (traces or {}).get(run_name)
     if trace is None:
-        raise gr.Error("Run a prompt or open a trace first.")
+        raise UserError("Run a prompt or open a trace first.")
     _, records = viz.spans(trace, divergence(traces))
     if isinstance(index, (list, tuple)):
         index = index[0]
     if not isinstance(index, int) or not 0 <= index < len(records):
-        raise gr.Error(f"No token at index {index!r} in the {run_name} output.")
+        raise UserError(f"No token at index {index!r} in the {run_name} output.")
     rec = trace.records[records[index]]
     ev = viz.evidence_record(trace, rec)
     return updates(v, {

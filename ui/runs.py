@@ -6,14 +6,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import gradio as gr
 
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
 from dropmatch.trace import Trace
 from dropmatch.schema import MAX_BYTES, parse_json
-from ui.common import APP_VOCAB, DEFAULTS, ROOT, check_prompt, configs, gpu, model_pair, user_errors
+from ui.common import APP_VOCAB, DEFAULTS, ROOT, UserError, check_prompt, configs, gpu, model_pair, user_errors
 from viz.summary import RUNS, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
@@ -37,7 +36,7 @@ def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
                 del live[name]
                 continue
             except ValueError as err:
-                raise gr.Error(str(err)) from None
+                raise UserError(str(err)) from None
             yield name, trace
 
 
@@ -89,9 +88,9 @@ def read_traces(files) -> dict[str, Trace]:
                                  f"{MAX_BYTES:,}")  # fmt: skip
             traces.update(traces_from_data(parse_json(Path(path).read_bytes()), APP_VOCAB))
         except ValueError as err:
-            raise gr.Error(f"{Path(path).name}: {err}") from None
+            raise UserError(f"{Path(path).name}: {err}") from None
     if not traces:
-        raise gr.Error("Upload a trace JSON file (downloaded from this app, or returned by /trace).")
+        raise UserError("Upload a trace JSON file (downloaded from this app, or returned by /trace).")
     return traces
 
 
