@@ -1,32 +1,53 @@
 """DropMatch Explorer, the Gradio app: why each draft token was accepted or rejected, DropMatch beside lossless.
 
 This file only builds and launches; the layout and handlers live in `ui/`, one module per tab.
-Importing it starts nothing: `python app.py` loads the embedded pair and serves.
+Importing it starts nothing: `python app.py` serves at once, opens on the recorded example, and loads the
+default pair (the embedded one, or the hub's on a Space) in the background.
 """
 
 from __future__ import annotations
 
+import threading
+
 import gradio as gr
 
 from ui import about, analysis, explore
-from ui.common import ROOT, model_pair
+from ui.common import ROOT, default_pair, model_pair
 
 
 def build_demo() -> gr.Blocks:
     """The whole app; nothing runs until it is launched."""
     with gr.Blocks(title="DropMatch Explorer") as demo:
         about.header()
-        above = explore.main()
-        with gr.Tabs():
-            view = explore.tabs(above)
+        with gr.Tabs(elem_id="top-tabs"):
+            with gr.Tab("Explore", elem_id="explore-tab"):
+                above = explore.main()
+                with gr.Tabs():
+                    view = explore.tabs(above)
             with gr.Tab("Analysis", elem_id="analysis-tab"):
                 sweeps = analysis.layout()
-            with gr.Tab("How DropMatch works"):
+            with gr.Tab("How it works", elem_id="about-tab"):
                 about.layout()
-        explore.wire(view)
+        explore.wire(view, demo)
         analysis.wire(sweeps)
     demo.queue(default_concurrency_limit=1, max_size=16)
     return demo
+
+
+def preload() -> threading.Thread:
+    """Load the default pair in the background, so the page serves at once and the first Run finds it loaded; a
+    pair that cannot load here (a Space without the hub) is one line in the log, and a message in the page when
+    someone presses Run."""
+
+    def load() -> None:
+        try:
+            model_pair(default_pair())
+        except gr.Error as err:
+            print(f"[dropmatch] the {default_pair()} pair is not loaded: {err.message}", flush=True)
+
+    thread = threading.Thread(target=load, name="preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def launch_options() -> dict:
@@ -36,5 +57,5 @@ def launch_options() -> dict:
 
 
 if __name__ == "__main__":
-    model_pair("embedded")  # load before serving, so the first Run streams at once (ZeroGPU wants this too)
+    preload()
     build_demo().launch(**launch_options())

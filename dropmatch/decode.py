@@ -8,9 +8,11 @@ one correction or bonus token are emitted, and both KV caches are cut back to th
 
 from __future__ import annotations
 
+import platform
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 from transformers import DynamicCache
@@ -63,6 +65,20 @@ def pad_vocab(logits: torch.Tensor, vocab: int) -> torch.Tensor:
     return torch.cat([logits, pad], dim=-1)
 
 
+def environment(pair: ModelPair) -> dict:
+    """Where a trace was decoded: the same run elsewhere can part at a near-tie (bf16 rounds differently by CPU)."""
+    return {"device": str(pair.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
+            "torch": torch.__version__, "machine": platform.machine(), "cpu": _cpu_name()}  # fmt: skip
+
+
+def _cpu_name() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return platform.processor() or "unknown"
+    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "unknown")
+
+
 def position_generator(seed: int, round_: int, pos: int) -> torch.Generator:
     """A generator per (round, position): the masks there do not depend on which other positions ran paths."""
     return torch.Generator().manual_seed((seed * 1_000_003 + round_) * 1_009 + pos)
@@ -91,7 +107,8 @@ class Timer:
 class Decoder:
     """Runs one prompt under one config; `rounds()` yields the trace after each verification round."""
 
-    def __init__(self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = ""):
+    def __init__(self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = "",
+                 chat: bool = False):  # fmt: skip
         self.pair, self.cfg = pair, config
         self.target = _Stage(pair.target, pair.vocab_size)
         self.draft = _Stage(pair.draft, pair.vocab_size) if config.method != "target" else None
@@ -100,7 +117,7 @@ class Decoder:
         self.generator = torch.Generator().manual_seed(config.seed)
         draft_id = pair.draft_id if self.draft else None
         self.trace = Trace(config=config.to_dict(), target_id=pair.target_id, draft_id=draft_id, prompt=prompt,
-                           n_prompt_tokens=len(prompt_ids))  # fmt: skip
+                           n_prompt_tokens=len(prompt_ids), chat=chat, environment=environment(pair))  # fmt: skip
 
     def _pick(self, logits: torch.Tensor) -> int:
         """The next token from logits: argmax when greedy, else a seeded sample at the temperature."""
@@ -256,7 +273,7 @@ def _pieces(tokenizer, ids: list[int], start: int) -> list[str]:
 def stream(pair: ModelPair, prompt: str, config: DecodeConfig, chat: bool = False) -> Iterator[Trace]:
     """Yield the trace after every round (the same object, growing); `trace.finish` is set at the end."""
     ids = encode_prompt(pair.tokenizer, prompt, chat)
-    return Decoder(pair, config, ids, prompt).rounds()
+    return Decoder(pair, config, ids, prompt, bool(chat)).rounds()
 
 
 def generate(pair: ModelPair, prompt: str, config: DecodeConfig, chat: bool = False) -> Trace:

@@ -137,6 +137,18 @@ def ensure_converted(model: EmbeddedModel) -> Path:
     return done
 
 
+def available() -> bool:
+    """Whether the embedded pair can load here without a download: converted already, or its chunks installed.
+    (A Hugging Face Space installs requirements.txt only, so there it is not.)"""
+    def ready(model: EmbeddedModel) -> bool:
+        done = cache_root() / model.name / "safetensors"
+        if (done / "config.json").exists():
+            return True
+        return all(importlib.util.find_spec(f"{model.package_prefix}{i}") for i in range(1, model.n_parts + 1))
+
+    return ready(TARGET) and ready(DRAFT)
+
+
 def embedded_paths() -> tuple[Path, Path]:
     """(target_dir, draft_dir) of the converted embedded pair."""
     return ensure_converted(TARGET), ensure_converted(DRAFT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -119,7 +120,11 @@ def load_pair(
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
     if not target_id or not draft_id:
         raise ValueError("both a target and a draft model id are needed")
-    return _load_pair(target_id, draft_id, dtype, device or default_device(), device_map)
+    with _LOADING:  # one load at a time: a start-up preload and a first request never load the pair twice
+        return _load_pair(target_id, draft_id, dtype, device or default_device(), device_map)
+
+
+_LOADING = threading.Lock()
 
 
 @functools.lru_cache(maxsize=2)

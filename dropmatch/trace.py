@@ -92,7 +92,9 @@ class Trace:
     text: str = ""
     records: list[TokenRecord] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
-    finish: str | None = None  # "eos", "length" or None while running
+    finish: str | None = None  # "eos", "length", "stop" (a sweep's stop sequence) or None while running
+    chat: bool = False  # the prompt was wrapped in the chat template
+    environment: dict = field(default_factory=dict)  # where it was decoded: device, dtype, torch, CPU
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -133,7 +135,8 @@ class Trace:
 TOP_N = {"ids": list[int], "texts": list[str], "draft": list[float], "target": list[float], "centroid": list[float],
          "paths": list[list[float]]}  # a record's top-N distributions over the union of the heads' top tokens
 TOP = {"config": dict, "target_id": str, "draft_id": str | None, "prompt": str, "n_prompt_tokens": int,
-       "token_ids": list[int], "text": str, "records": list, "rounds": list, "finish": str | None}  # fmt: skip
+       "token_ids": list[int], "text": str, "records": list, "rounds": list, "finish": str | None, "chat": bool,
+       "environment": dict[str, str]}  # fmt: skip
 
 
 def _at_least(value, lo, where: str) -> None:

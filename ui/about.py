@@ -1,4 +1,4 @@
-"""The page header and the "How DropMatch works" tab: the method, its formulas and the metric glossary."""
+"""The page header and the "How it works" tab: the method, its formulas and the metric glossary."""
 
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ from dropmatch.lab.report import paper_comparison, summary, table_html, write_re
 from dropmatch.lab.sweep import MANIFEST, TABLE, load_sweep
 from dropmatch.tradeoff import MEASURES, matched_table
 from ui.common import (
-    PAIR_CHOICES, PAIRS, ROOT, Parts, UserError, bind, gpu, model_pair, parts, pick, updates, user_errors,
+    PAIR_CHOICES, PAIRS, ROOT, Parts, UserError, bind, default_pair, gpu, model_pair, parts, pick, updates,
+    user_errors,
 )  # fmt: skip
 from viz.calibration import dims_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
@@ -175,7 +176,7 @@ def _live_controls() -> dict:
         with gr.Row():
             a["max_new_tokens"] = gr.Slider(*LIVE_LIMITS["max_new_tokens"], value=32, step=8,
                                             label="max new tokens")  # fmt: skip
-            a["pair"] = gr.Dropdown(PAIR_CHOICES, value="embedded", label="Model pair", scale=2)
+            a["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", scale=2)
             a["run"] = gr.Button("▶ Run sweep", variant="primary", elem_id="lab-run")
             a["stop"] = gr.Button("■ Stop", variant="stop", elem_id="lab-stop")
         gr.Markdown(f"At most {LIVE_LIMITS['cells']} cells (prompts × settings) and "

@@ -18,6 +18,7 @@ from dropmatch.config import (
     CRITERION_NAMES, KNOBS, LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float, bounded_int,
     criterion_method,
 )  # fmt: skip
+from dropmatch import embedded
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
 from viz.summary import RUNS
 
@@ -148,6 +149,12 @@ def hub_ready(timeout: float = 3.0) -> bool:
         return True
     except OSError:
         return False
+
+
+def default_pair() -> str:
+    """The pair the app offers first: the embedded one where it is installed, else the hub's (a Space installs
+    requirements.txt only and preloads the hub pair, `preload_from_hub` in the README's front matter)."""
+    return "embedded" if embedded.available() else "hub"
 
 
 def model_pair(pair: str):

@@ -12,7 +12,7 @@ from dropmatch.config import LIMITS, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
     APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, ROOT, Parts,
-    UserError, bind, parts, pick, updates,
+    UserError, bind, default_pair, parts, pick, updates,
 )  # fmt: skip
 from viz.summary import RUNS, display_name, divergence, status_line
 
@@ -64,7 +64,7 @@ def _controls() -> dict:
                                      placeholder="Type a prompt, or pick an example below.", elem_id="prompt")
             with gr.Row():
                 c["chat"] = gr.Checkbox(value=True, label="Chat format", info="wrap the prompt in the chat template")
-                c["pair"] = gr.Dropdown(PAIR_CHOICES, value="embedded", label="Model pair", scale=2)
+                c["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", scale=2)
             examples = json.loads((ROOT / "assets/examples.json").read_text(encoding="utf-8"))
             gr.Examples([[e["prompt"], e["chat"]] for e in examples], [c["prompt"], c["chat"]],
                         example_labels=[e["label"] for e in examples], label="Examples")
@@ -197,8 +197,13 @@ def open_files(v: Parts, files) -> dict:
 
 
 def open_recorded(v: Parts) -> dict:
+    """The recorded example (no model needed), and where it was decoded: a live run elsewhere can part from it."""
     traces = runs.recorded()
-    return finished(v, traces, status_line(traces, "Recorded example (no model needed)"))
+    env = traces[RUNS[0]].environment
+    where = f"{env.get('dtype', '?')} on {env.get('device', '?')} ({env.get('cpu', '?')})" if env else "an unnamed machine"
+    note = (f" · decoded in {where}; a live run here can part from it at a near-tie (two tokens within a rounding "
+            "step of each other go the other way when bf16 rounds differently on another CPU)")  # fmt: skip
+    return finished(v, traces, status_line(traces, "Recorded example (no model needed)") + note)
 
 
 def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OWN, knob=None) -> dict:
@@ -248,22 +253,36 @@ def run_labels(v: Parts, traces: dict) -> dict:
     return {v[n]: gr.HighlightedText(label=output_label(display_name(traces[n]) if traces.get(n) else n)) for n in RUNS}
 
 
+def restored(v: Parts, traces: dict) -> dict:
+    """After traces are opened: the labels, and the prompt and settings that produced them in the controls."""
+    trace = next((traces[n] for n in RUNS if traces.get(n)), None)
+    if trace is None:
+        return run_labels(v, traces or {})
+    cfg = trace.config
+    settings = {name: cfg[name] for name in runs.SETTINGS if name in cfg}
+    return {**run_labels(v, traces), **updates(v, {"prompt": trace.prompt, "chat": trace.chat, **settings})}
+
+
 def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
     """The Previous (-1) and Next (+1) buttons."""
     return step(v, traces, run_name, pos, delta)
 
 
 # ---- events -------------------------------------------------------------------------------------
-def wire(v: Parts) -> None:
-    """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api)."""
+def wire(v: Parts, demo: gr.Blocks) -> None:
+    """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api);
+    the page opens on the recorded example."""
     out, labels = pick(v, RUN_WIRING), pick(v, RUNS)
     relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
+    restore = {"fn": bind(restored, v), "inputs": v["traces"], "api_visibility": "private",
+               "outputs": [*labels, *pick(v, ("prompt", "chat", *runs.SETTINGS))]}  # fmt: skip
     go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
                         show_progress="minimal")  # fmt: skip
     go.then(**relabel)
     v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private").then(**relabel)
-    v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**relabel)
-    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**relabel)
+    v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
+    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**restore)
+    demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)
     v["criterion"].change(bind(relaxed_label, v), v["criterion"], labels[:1], api_visibility="private")
     for name in RUNS:
         v[name].select(selector(v, name), pick(v, ("traces", "recolour", "rule_knob")), pick(v, INSPECTOR),

@@ -12,7 +12,9 @@ from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
 from dropmatch.trace import Trace
 from dropmatch.schema import MAX_BYTES, parse_json
-from ui.common import APP_VOCAB, DEFAULTS, ROOT, UserError, check_prompt, configs, gpu, model_pair, user_errors
+from ui.common import (
+    APP_VOCAB, DEFAULTS, ROOT, UserError, check_prompt, configs, default_pair, gpu, model_pair, user_errors,
+)  # fmt: skip
 from viz.summary import RUNS, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
@@ -43,14 +45,14 @@ def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
 @gpu
 def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
     """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace)."""
-    models = model_pair(pair)
+    models = model_pair(pair or default_pair())
     with user_errors():
         streams = {name: stream(models, prompt, cfg, bool(chat)) for name, cfg in cfgs.items()}
     yield from interleave(streams)
 
 
 def trace_api(
-    prompt: str, chat: bool = False, pair: str = "embedded", gamma: int = DEFAULTS["gamma"], K: int = DEFAULTS["K"],
+    prompt: str, chat: bool = False, pair: str | None = None, gamma: int = DEFAULTS["gamma"], K: int = DEFAULTS["K"],
     p_drop: float = DEFAULTS["p_drop"], criterion: str = DEFAULTS["criterion"], mode: str = DEFAULTS["mode"],
     temperature: float = DEFAULTS["temperature"], max_new_tokens: int = DEFAULTS["max_new_tokens"],
     seed: int = DEFAULTS["seed"], knob: float | None = None,

@@ -1,4 +1,4 @@
-"""The "How DropMatch works" text and the metric glossary, as Markdown for the app."""
+"""The "How it works" text and the metric glossary, as Markdown for the app."""
 
 from __future__ import annotations
 
