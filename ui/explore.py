@@ -8,7 +8,7 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import LIMITS, MODES, criterion_method
+from dropmatch.config import LIMITS, MAX_TEMPERATURE, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
     APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, ROOT, Parts,
@@ -38,8 +38,8 @@ def _settings() -> dict:
     with gr.Row():
         c["p_drop"] = gr.Slider(0.0, 0.95, value=DEFAULTS["p_drop"], step=0.05, label="p_drop",
                                 info="dropout on the LM-head input")  # fmt: skip
-        c["temperature"] = gr.Slider(0.0, 2.0, value=DEFAULTS["temperature"], step=0.05, label="temperature",
-                                     info="0 = greedy")  # fmt: skip
+        c["temperature"] = gr.Slider(0.0, MAX_TEMPERATURE, value=DEFAULTS["temperature"], step=0.05,
+                                     label="temperature", info="0 = greedy")  # fmt: skip
     with gr.Row():
         c["criterion"] = gr.Dropdown(CRITERION_CHOICES, value=DEFAULTS["criterion"], label="criterion",
                                      info="DropMatch on the K paths, or one of its relatives", scale=2)  # fmt: skip
@@ -70,7 +70,7 @@ def _controls() -> dict:
                         example_labels=[e["label"] for e in examples], label="Examples")
             with gr.Row():
                 c["run"] = gr.Button("▶ Run", variant="primary", elem_id="run-btn")
-                c["stop"] = gr.Button("■ Stop", variant="stop", elem_id="stop-btn")
+                c["stop"] = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", interactive=False)
                 c["recorded"] = gr.Button("Open recorded example", elem_id="recorded-btn")
         with gr.Column(scale=2, elem_classes="dm-settings"):
             c |= _settings()
@@ -88,6 +88,10 @@ def _outputs() -> dict:
                 show_legend=False, show_inline_category=False, combine_adjacent=False,
                 elem_id=f"out-{name.lower()}", elem_classes="dm-output",
             )
+    with gr.Accordion("Plain text, to copy", open=False, elem_id="plain"), gr.Row():
+        for name in RUNS:
+            o[f"plain_{name}"] = gr.Textbox(label=f"{name} text", lines=3, interactive=False, buttons=["copy"],
+                                            elem_id=f"plain-{name.lower()}")  # fmt: skip
     with gr.Group(elem_id="inspector"):
         o["caption"] = gr.Markdown("**Token inspector** · click any token above.", elem_classes="dm-caption")
         with gr.Row():
@@ -117,15 +121,16 @@ def tabs(above: dict) -> Parts:
                                         show_label=False, elem_id=f"map-{n.lower()}")  # fmt: skip
     with gr.Tab("Metrics"):
         t["table"] = gr.Dataframe(label="Metrics (dropmatch.metrics), each with its definition", wrap=True,
-                                  interactive=False, elem_id="metrics")
+                                  interactive=False, max_height=2000, pinned_columns=1, elem_id="metrics",
+                                  column_widths=["20%", "13%", "13%", "54%"])  # fmt: skip
         t["acceptance"] = gr.Plot(viz.message_figure("No rounds yet.", ""), show_label=False, elem_id="acceptance")
     with gr.Tab("Step through"):
         with gr.Row():
             t["step_run"] = gr.Radio(list(RUNS), value=RUNS[0], label="run", scale=2)
             t["prev"] = gr.Button("◀ Previous", elem_id="step-prev")
             t["next"] = gr.Button("Next ▶", variant="primary", elem_id="step-next")
-        t["step_md"] = gr.Markdown(viz.round_story(None, 0, 0), elem_classes="dm-story")
         t["step_fig"] = gr.Plot(viz.round_figure(None, 0, 0), show_label=False, elem_id="step-fig")
+        t["step_md"] = gr.Markdown(viz.round_story(None, 0, 0), elem_classes="dm-story")
     with gr.Tab("Files"), gr.Row():
         t["files"] = gr.File(label="Downloads: traces as JSON, per-token tables as CSV", file_count="multiple",
                              interactive=False, elem_id="downloads")
@@ -249,8 +254,18 @@ def relaxed_label(v: Parts, criterion: str) -> dict:
 
 
 def run_labels(v: Parts, traces: dict) -> dict:
-    """Both outputs' labels name the runs shown (after a run, or traces opened from a file)."""
-    return {v[n]: gr.HighlightedText(label=output_label(display_name(traces[n]) if traces.get(n) else n)) for n in RUNS}
+    """Both outputs' labels name the runs shown (after a run, or traces opened from a file); their plain texts."""
+    out = {}
+    for n in RUNS:
+        trace = traces.get(n)
+        out[v[n]] = gr.HighlightedText(label=output_label(display_name(trace) if trace else n))
+        out[v[f"plain_{n}"]] = gr.Textbox(trace.text if trace else "", label=f"{display_name(trace) if trace else n} text")
+    return out
+
+
+def stop_button(active: bool) -> gr.Button:
+    """Stop can be pressed only while a run streams."""
+    return gr.Button(interactive=active)
 
 
 def restored(v: Parts, traces: dict) -> dict:
@@ -272,14 +287,16 @@ def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
 def wire(v: Parts, demo: gr.Blocks) -> None:
     """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api);
     the page opens on the recorded example."""
-    out, labels = pick(v, RUN_WIRING), pick(v, RUNS)
+    out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS)))
     relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
+    idle = {"fn": lambda: stop_button(False), "outputs": v["stop"], "api_visibility": "private", "queue": False}
     restore = {"fn": bind(restored, v), "inputs": v["traces"], "api_visibility": "private",
                "outputs": [*labels, *pick(v, ("prompt", "chat", *runs.SETTINGS))]}  # fmt: skip
+    v["run"].click(lambda: stop_button(True), None, v["stop"], api_visibility="private", queue=False)
     go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
                         show_progress="minimal")  # fmt: skip
-    go.then(**relabel)
-    v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private").then(**relabel)
+    go.then(**relabel).then(**idle)
+    v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private").then(**relabel).then(**idle)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
     v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**restore)
     demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)

@@ -73,6 +73,6 @@ def round_story(trace: Trace | None, t: int, stage: int) -> str:
     ]
     out = [f"**Round {t + 1} of {len(trace.rounds)}**"]
     for i in range(stage + 1):
-        name = f"**{i + 1}. {STAGES[i]}**" if i == stage else f"{i + 1}. {STAGES[i]}"
-        out.append(f"{name}: {lines[i]}")
+        name = f"**{STAGES[i]}**" if i == stage else STAGES[i]
+        out.append(f"{i + 1}. {name}: {lines[i]}")  # the number first, so Markdown keeps the list numbered
     return "\n\n".join(out)

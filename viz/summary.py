@@ -17,17 +17,19 @@ def divergence(traces: dict[str, Trace]) -> int | None:
 
 
 def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = None) -> str:
-    """One Markdown line: tokens, rounds and tau per run, and where the outputs part."""
+    """One Markdown line: tokens (of the limit, while running), rounds and tau per run, and where the outputs part
+    (counting tokens from 1)."""
     head = f"**{state}**" + (f" ({elapsed:.1f} s)" if elapsed is not None else "")
     parts = [head]
     for name in RUNS:
         if (trace := traces.get(name)) is not None:
             m = compute(trace)
-            parts.append(f"**{display_name(trace)}** {m['n_tokens']} tokens in {m['target_forwards']} rounds, "
+            limit = f" / {trace.config.get('max_new_tokens')}" if trace.finish is None else ""
+            parts.append(f"**{display_name(trace)}** {m['n_tokens']}{limit} tokens in {m['target_forwards']} rounds, "
                          f"τ = {m['tau']:.2f}")  # fmt: skip
     if len(traces) == 2:
         cut = divergence(traces)
-        parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut} (marked »)")
+        parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut + 1} (marked »)")
     return " · ".join(parts)
 
 
