@@ -19,10 +19,10 @@ def build_demo() -> gr.Blocks:
     """The whole app; nothing runs until it is launched."""
     with gr.Blocks(title="DropMatch Explorer") as demo:
         about.header()
-        with gr.Tabs(elem_id="top-tabs"):
+        with gr.Tabs(elem_id="top-tabs", overflow_behavior="wrap"):
             with gr.Tab("Explore", elem_id="explore-tab"):
                 above = explore.main()
-                with gr.Tabs():
+                with gr.Tabs(overflow_behavior="wrap"):
                     view = explore.tabs(above)
             with gr.Tab("Analysis", elem_id="analysis-tab"):
                 sweeps = analysis.layout()
@@ -51,9 +51,9 @@ def preload() -> threading.Thread:
 
 
 def launch_options() -> dict:
-    """Theme and css go to launch() in Gradio 6."""
+    """Theme, css and the page's small script go to launch() in Gradio 6."""
     theme = gr.themes.Soft(primary_hue="violet", neutral_hue="slate")
-    return {"theme": theme, "css_paths": [ROOT / "assets/app.css"]}
+    return {"theme": theme, "css_paths": [ROOT / "assets/app.css"], "head_paths": [ROOT / "assets/app.html"]}
 
 
 if __name__ == "__main__":

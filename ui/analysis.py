@@ -16,8 +16,8 @@ from dropmatch.lab.report import paper_comparison, summary, table_html, write_re
 from dropmatch.lab.sweep import MANIFEST, TABLE, load_sweep
 from dropmatch.tradeoff import MEASURES, matched_table
 from ui.common import (
-    PAIR_CHOICES, PAIRS, ROOT, Parts, UserError, bind, default_pair, gpu, model_pair, parts, pick, updates,
-    user_errors,
+    PAIR_CHOICES, PAIR_INFO, PAIRS, ROOT, Parts, UserError, bind, default_pair, gpu, model_pair, parts, pick,
+    updates, user_errors,
 )  # fmt: skip
 from viz.calibration import dims_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
@@ -176,7 +176,8 @@ def _live_controls() -> dict:
         with gr.Row():
             a["max_new_tokens"] = gr.Slider(*LIVE_LIMITS["max_new_tokens"], value=32, step=8,
                                             label="max new tokens")  # fmt: skip
-            a["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", scale=2)
+            a["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO,
+                                    scale=2)  # fmt: skip
             a["run"] = gr.Button("▶ Run sweep", variant="primary", elem_id="lab-run")
             a["stop"] = gr.Button("■ Stop", variant="stop", elem_id="lab-stop")
         gr.Markdown(f"At most {LIVE_LIMITS['cells']} cells (prompts × settings) and "
@@ -218,7 +219,8 @@ def layout() -> Parts:
     for row in PLOT_ROWS:
         with gr.Row():
             for name in row:
-                a[name] = gr.Plot(first[name], visible=first[name] is not None, show_label=False, elem_id=f"lab-{name}")
+                a[name] = gr.Plot(first[name], visible=first[name] is not None, show_label=False, min_width=340,
+                                  elem_id=f"lab-{name}")  # fmt: skip
     a |= _tradeoff_parts(first)
     a["summary"] = gr.HTML(first["summary"], elem_id="lab-summary")
     a["files"] = gr.File([str(folder / "report.html"), str(folder / TABLE)] if choice else None,
@@ -230,9 +232,9 @@ def layout() -> Parts:
     cal = calibration(choice)
     with gr.Row():
         a["unanimity"] = gr.Plot(unanimity_curve(cal) if cal else None, visible=cal is not None, show_label=False,
-                                 elem_id="lab-unanimity")  # fmt: skip
+                                 min_width=340, elem_id="lab-unanimity")  # fmt: skip
         a["dims"] = gr.Plot(dims_figure(cal) if cal else None, visible=cal is not None, show_label=False,
-                            elem_id="lab-dims")  # fmt: skip
+                            min_width=340, elem_id="lab-dims")  # fmt: skip
     return parts(a)
 
 

@@ -30,9 +30,12 @@ except ImportError:
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = "https://arxiv.org/abs/2603.03333"
 PAIRS = {"embedded": (DEFAULT_TARGET, DEFAULT_DRAFT), "hub": HUB_PAIR}
-PAIR_CHOICES = [  # the embedded weights are 4-bit GGUF: the label says so (EMBEDDED_LABEL has the details)
-    ("Embedded, offline: Qwen2.5-Coder 1.5B (Q4_K_M) + 0.5B (AWQ, Q4_K_M)", "embedded"),
-    ("Hub: the bf16 originals, a different pair (needs huggingface.co)", "hub"),
+# Short enough for a phone; the menu's info line says more (EMBEDDED_LABEL has the details).
+PAIR_INFO = ("embedded: Qwen2.5-Coder 1.5B (Q4_K_M) + 0.5B (AWQ, Q4_K_M); hub: the bf16 originals, a different "
+             "pair (needs huggingface.co)")  # fmt: skip
+PAIR_CHOICES = [
+    ("Embedded 4-bit pair (offline)", "embedded"),
+    ("Hub bf16 originals (online)", "hub"),
 ]
 # What this app serves, tighter than the library's LIMITS: a prompt's characters and the tokens of one run.
 APP_PROMPT_CHARS = 4000

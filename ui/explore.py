@@ -11,8 +11,8 @@ import viz
 from dropmatch.config import LIMITS, MAX_TEMPERATURE, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
-    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, ROOT, Parts,
-    UserError, bind, default_pair, parts, pick, updates,
+    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, PAIR_INFO, ROOT,
+    Parts, UserError, bind, default_pair, parts, pick, updates,
 )  # fmt: skip
 from viz.summary import RUNS, display_name, divergence, status_line
 
@@ -64,7 +64,8 @@ def _controls() -> dict:
                                      placeholder="Type a prompt, or pick an example below.", elem_id="prompt")
             with gr.Row():
                 c["chat"] = gr.Checkbox(value=True, label="Chat format", info="wrap the prompt in the chat template")
-                c["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", scale=2)
+                c["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO,
+                                        scale=2)  # fmt: skip
             examples = json.loads((ROOT / "assets/examples.json").read_text(encoding="utf-8"))
             gr.Examples([[e["prompt"], e["chat"]] for e in examples], [c["prompt"], c["chat"]],
                         example_labels=[e["label"] for e in examples], label="Examples")
@@ -98,9 +99,11 @@ def _outputs() -> dict:
             o["heat"] = gr.Plot(viz.message_figure(CLICK, "Top-N probabilities per head"), show_label=False,
                                 elem_id="insp-heatmap")
         with gr.Row():
-            o["js"] = gr.Plot(viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, elem_id="insp-js")
+            # min_width: on a phone the two charts stack instead of sharing 390 px
+            o["js"] = gr.Plot(viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, min_width=340,
+                              elem_id="insp-js")  # fmt: skip
             o["votes"] = gr.Plot(viz.message_figure(CLICK, "Votes of the K paths"), show_label=False, scale=3,
-                                 elem_id="insp-votes")
+                                 min_width=340, elem_id="insp-votes")  # fmt: skip
         o |= compare.panel()
     return o
 
@@ -118,7 +121,7 @@ def tabs(above: dict) -> Parts:
         with gr.Row():
             for n in RUNS:
                 t[f"map_{n}"] = gr.Plot(viz.message_figure("No rounds yet.", f"{n}: accept / reject per round"),
-                                        show_label=False, elem_id=f"map-{n.lower()}")  # fmt: skip
+                                        show_label=False, min_width=340, elem_id=f"map-{n.lower()}")  # fmt: skip
     with gr.Tab("Metrics"):
         t["table"] = gr.Dataframe(label="Metrics (dropmatch.metrics), each with its definition", wrap=True,
                                   interactive=False, max_height=2000, pinned_columns=1, elem_id="metrics",

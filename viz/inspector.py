@@ -86,7 +86,8 @@ def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None) -
     if emitted is not None and emitted.token_id in ids:
         meta["emitted_column"] = ids.index(emitted.token_id)
         _mark_column(fig, meta["emitted_column"], len(names), emitted.kind, "#c2410c")
-    fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=labels, tickangle=-40, side="bottom")
+    # vertical labels: they never overlap, however narrow the screen (the panel scrolls sideways on a phone)
+    fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=labels, tickangle=-90, side="bottom")
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(meta=meta)
     title = f"Top tokens under each head · draft {show_token(rec.text)!r} · {len(cols)} of {len(rec.top['ids'])} shown"
