@@ -105,16 +105,19 @@ def pick(table: pd.DataFrame, target: float) -> tuple[float, bool]:
 
 def curve(pair: ModelPair, pos: Positions, grid: list[float], K: int, target: float, refine: int = 3,
           seed: int = 0) -> tuple[pd.DataFrame, float, bool]:  # fmt: skip
-    """Measure every p_drop of `grid`, then bisect `refine` times between the last value that reaches the
-    target and the first that does not. Returns the table (sorted by p_drop), the pick and whether it reached."""
+    """Measure every p_drop of `grid`, then bisect `refine` times between the largest value that reaches the
+    target (p_drop 0 when none does: with nothing dropped every path is the unmasked head, unanimous by
+    definition) and the smallest that does not. Returns the table (sorted by p_drop), the pick and whether it
+    reached the target."""
     u = uniforms(len(pos.argmax), K, pos.h.shape[-1], seed)
     rows = [measure(pair, pos, p, u) for p in sorted(grid)]
     for _ in range(refine):
         table = pd.DataFrame(rows).sort_values("p_drop")
         ok, bad = table[table["unanimity"] >= target], table[table["unanimity"] < target]
-        if ok.empty or bad.empty or bad["p_drop"].min() < ok["p_drop"].max():
+        lo = ok["p_drop"].max() if len(ok) else 0.0
+        if bad.empty or bad["p_drop"].min() <= lo or target > 1:
             break
-        rows.append(measure(pair, pos, (ok["p_drop"].max() + bad["p_drop"].min()) / 2, u))
+        rows.append(measure(pair, pos, (lo + bad["p_drop"].min()) / 2, u))
     table = pd.DataFrame(rows).sort_values("p_drop", ignore_index=True)
     chosen, reached = pick(table, target)
     return table, chosen, reached

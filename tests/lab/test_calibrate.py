@@ -51,6 +51,14 @@ def test_the_curve_refines_around_the_target_and_picks_the_largest_p_drop_that_r
     assert (table[table["p_drop"] > chosen]["unanimity"] < 0.9).all()
 
 
+def test_a_target_below_the_whole_grid_is_found_by_bisecting_from_zero(noisy_pair, positions):
+    """p_drop 0 is unanimous by definition, so a grid that starts too high is refined towards it."""
+    table, chosen, reached = calibrate.curve(noisy_pair, positions, [0.6], K=5, target=0.95, refine=4)
+    assert len(table) == 5 and table["p_drop"].min() < 0.6 / 8
+    assert reached == bool((table["unanimity"] >= 0.95).any())
+    assert chosen < 0.6
+
+
 @pytest.mark.parametrize(
     "unanimity, target, expected",
     [

@@ -1,6 +1,8 @@
-"""A real browser (Debian's chromium, Playwright) runs an example, inspects a token, and checks every plot renders.
+"""A real browser (Debian's chromium, Playwright) runs an example, inspects a token, and checks every plot renders,
+on a desktop (1440 px) and on a phone (390 px): no sideways page scroll, no overlapping tick labels in the inspector.
 
-Screenshots land in artifacts/ (gitignored): the main view, the inspector, the maps, the metrics and the step view.
+Screenshots land in artifacts/ (gitignored): the first screen, the main view, the inspector, the maps, the metrics,
+the step view, Analysis and How it works, at both widths.
 """
 
 from __future__ import annotations
@@ -35,23 +37,97 @@ def rgb(hex_color: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def page():
+def browser():
+    """The app served once, and Debian's chromium: (browser, url)."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     demo = app.build_demo()
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        tab = browser.new_page(viewport={"width": 1440, "height": 1000})
-        tab.set_default_timeout(120_000)  # a slow or shared CPU: a click on a busy page can take a while
-        tab.goto(url)
-        tab.wait_for_selector("#run-btn", timeout=60_000)
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            yield tab
+            yield chromium, url
         finally:
-            browser.close()
+            chromium.close()
             demo.close()
+
+
+def open_page(browser, width: int, height: int):
+    chromium, url = browser
+    tab = chromium.new_page(viewport={"width": width, "height": height})
+    tab.set_default_timeout(120_000)  # a slow or shared CPU: a click on a busy page can take a while
+    tab.goto(url)
+    tab.wait_for_selector("#run-btn", timeout=60_000)
+    return tab
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    return open_page(browser, 1440, 1000)
+
+
+@pytest.fixture(scope="module")
+def phone(browser):
+    return open_page(browser, 390, 844)
+
+
+def no_sideways_scroll(page) -> None:
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1] + 1, f"the page scrolls sideways: {width[0]} px of content in {width[1]} px"
+
+
+def overlapping_labels(page, selector: str) -> list:
+    """Pairs of tick labels of the plot at `selector` whose bounding boxes intersect."""
+    return page.evaluate("""(sel) => {
+        const boxes = [...document.querySelectorAll(`${sel} .xtick text, ${sel} .ytick text`)]
+            .map((t) => t.getBoundingClientRect()).filter((b) => b.width > 0);
+        const hits = [];
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+            const a = boxes[i], b = boxes[j];
+            if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+                hits.push([i, j]);
+        }
+        return hits;
+    }""", selector)
+
+
+def test_the_first_screen_shows_the_recorded_example(page, phone):
+    for name, tab in (("desktop", page), ("phone", phone)):
+        tab.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')", **POLL)
+        assert tab.locator("#out-dropmatch .token").count() > 10, "the example is shown without pressing anything"
+        expect(tab.locator("#prompt textarea")).to_have_value(re.compile("fisherman"), timeout=15_000)
+        assert "bfloat16 on cpu" in tab.locator("#status").inner_text()  # where it was decoded, and why a run can differ
+        for label in ("Explore", "Analysis", "How it works"):
+            assert tab.get_by_role("tab", name=label).is_visible(), f"{label}: tabs wrap, none hides in a menu"
+        no_sideways_scroll(tab)
+        tab.screenshot(path=str(ARTIFACTS / f"{name}_first_screen.png"), full_page=False)
+
+
+def test_on_a_phone_the_inspector_stacks_and_nothing_overlaps(phone):
+    phone.locator('#out-dropmatch .token[style*="%s"]' % rgb(REASON_COLORS["js"])).first.click()
+    plot_rendered(phone, "#insp-heatmap", "Top tokens under each head")
+    plot_rendered(phone, "#insp-js", "JS test")
+    plot_rendered(phone, "#insp-votes", "top-1 votes")
+    phone.wait_for_function("document.querySelector('#insp-rules').innerText.includes('Every rule at draft')", **POLL)
+    time.sleep(1)
+    js, votes = (phone.locator(sel).bounding_box() for sel in ("#insp-js", "#insp-votes"))
+    assert votes["y"] >= js["y"] + js["height"] - 1, "the JS and votes charts stack on a phone"
+    for sel in ("#insp-heatmap", "#insp-js", "#insp-votes"):
+        assert overlapping_labels(phone, sel) == [], f"tick labels overlap in {sel}"
+    assert phone.locator(".dm-output .token.dm-picked").count() == 1, "the clicked token keeps its outline"
+    no_sideways_scroll(phone)
+    phone.locator("#inspector").first.screenshot(path=str(ARTIFACTS / "phone_inspector.png"))
+    phone.get_by_role("tab", name="Step through").click()
+    plot_rendered(phone, "#step-fig", "step")
+    phone.click("#step-next")
+    no_sideways_scroll(phone)
+    phone.screenshot(path=str(ARTIFACTS / "phone_step_through.png"), full_page=True)
+    for tab, shot in (("Analysis", "phone_analysis.png"), ("How it works", "phone_how_it_works.png")):
+        phone.get_by_role("tab", name=tab).click()
+        time.sleep(2)
+        no_sideways_scroll(phone)
+        phone.screenshot(path=str(ARTIFACTS / shot), full_page=True)
 
 
 def plot_rendered(page, selector: str, text: str = "") -> None:
@@ -100,6 +176,8 @@ def test_run_an_example_and_inspect_a_token(page):
     time.sleep(1)
     page.screenshot(path=str(ARTIFACTS / "main.png"), full_page=True)
     page.locator("#inspector").first.screenshot(path=str(ARTIFACTS / "inspector.png"))
+    for sel in ("#insp-heatmap", "#insp-js", "#insp-votes"):
+        assert overlapping_labels(page, sel) == [], f"tick labels overlap in {sel}"
 
 
 def test_tabs_render_metrics_and_step_through(page):
@@ -154,6 +232,7 @@ def test_analysis_tab_shows_the_recorded_sweep(page):
     plot_rendered(page, "#lab-score_vs_tau", "Task score vs mean acceptance length")
     page.wait_for_function("document.querySelector('#lab-note').innerText.includes('humaneval')", **POLL)
     assert "pass@1" in page.locator("#lab-compare").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "analysis_humaneval.png"), full_page=True)
     page.locator("#lab-suite label", has_text="DropMatch beside its relatives · mini_spec_bench").click()
     plot_rendered(page, "#lab-tradeoff", "one curve per rule")
     header = page.locator("#lab-matched th", has_text="tau_target")
