@@ -101,14 +101,14 @@ def js_figure(rec: TokenRecord) -> go.Figure:
     K = len(rec.js_paths)
     threshold = rec.threshold if rec.threshold is not None else max(rec.js_paths)
     inside = rec.js_draft <= threshold
-    names = [f"path {i + 1}" for i in range(K)]
+    names = [f"p{i + 1}" for i in range(K)]  # short labels: they fit side by side on a phone
     fig = go.Figure(go.Bar(
-        x=names, y=rec.js_paths, name="JS(p_i ‖ centroid)", marker_color=REASON_COLORS["js"],
-        hovertemplate="%{x}: %{y:.4f} nats<extra></extra>",
+        x=names, y=rec.js_paths, name="JS(p_i ‖ centroid), path i", marker_color=REASON_COLORS["js"],
+        hovertemplate="path %{x}: %{y:.4f} nats<extra></extra>",
     ))
     color = ACCEPT_COLOR if inside else REJECT_COLOR
     fig.add_trace(go.Scatter(
-        x=["draft q"], y=[rec.js_draft], mode="markers+text", name="JS(q ‖ centroid)",
+        x=["q"], y=[rec.js_draft], mode="markers+text", name="JS(q ‖ centroid), the draft",
         marker={"symbol": "diamond", "size": 18, "color": color, "line": {"width": 1, "color": "#111827"}},
         text=["accept" if inside else "reject"], textposition="top center",
         textfont={"color": color}, hovertemplate="JS(q ‖ centroid) = %{y:.4f} nats<extra></extra>",
@@ -117,6 +117,7 @@ def js_figure(rec: TokenRecord) -> go.Figure:
                   annotation_text=f"threshold max_i = {threshold:.3f}", annotation_position="top left")
     top = max([*rec.js_paths, rec.js_draft, threshold]) * 1.3 or 0.01
     fig.update_yaxes(title_text="JS divergence (nats, ln)", range=[0, top])
+    fig.update_xaxes(tickangle=0)
     fig.update_layout(showlegend=True, legend={"orientation": "h", "y": -0.18, "x": 0})
     verdict = "≤" if inside else ">"
     title = f"JS test: JS(q‖c) = {rec.js_draft:.3f} {verdict} {threshold:.3f} → {'accept' if inside else 'reject'}"
