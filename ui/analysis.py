@@ -245,5 +245,5 @@ def wire(a: Parts) -> None:
     a["suite"].input(calibration_views, a["suite"], pick(a, ("unanimity", "dims")), api_visibility="private")
     a["measure"].input(redraw_tradeoff, pick(a, ("source", "measure")), a["tradeoff"], api_visibility="private")
     sweep = a["run"].click(bind(live_sweep, a), pick(a, LIVE_INPUTS), pick(a, LIVE_WIRING), api_name="sweep",
-                           concurrency_id="model")  # fmt: skip
+                           concurrency_id="model", preprocess=False)  # fmt: skip (raw inputs: the plan checks them)
     a["stop"].click(None, None, None, cancels=[sweep])

@@ -296,8 +296,10 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     restore = {"fn": bind(restored, v), "inputs": v["traces"], "api_visibility": "private",
                "outputs": [*labels, *pick(v, ("prompt", "chat", *runs.SETTINGS))]}  # fmt: skip
     v["run"].click(lambda: stop_button(True), None, v["stop"], api_visibility="private", queue=False)
+    # preprocess=False: the inputs arrive as sent, and the library's checks name a bad one (a slider's own check
+    # would fail with a bare "Error" on "abc" or "nan")
     go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
-                        show_progress="minimal")  # fmt: skip
+                        show_progress="minimal", preprocess=False)  # fmt: skip
     go.then(**relabel).then(**idle)
     v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private").then(**relabel).then(**idle)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)

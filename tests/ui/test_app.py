@@ -195,6 +195,17 @@ def test_run_endpoint_rejects_an_empty_prompt(client):
         client.predict("  ", *SETTINGS.values(), api_name="/run")
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [({"max_new_tokens": "abc"}, r"max new tokens must be an integer in \[1, 256\]; got 'abc'"),
+     ({"p_drop": "nan"}, r"p_drop must lie in \[0, 1\); got 'nan'"), ({"knob": "x"}, r"epsilon must lie in \\[0, 1\\]; got 'x'")],  # fmt: skip
+)
+def test_run_endpoint_names_a_bad_input_where_a_slider_would_just_say_error(client, changes, message):
+    settings = {**SETTINGS, **changes} | ({"criterion": "typical"} if "knob" in changes else {})
+    with pytest.raises(Exception, match=message):
+        client.predict(PROMPT, *settings.values(), api_name="/run")
+
+
 def test_open_files_and_recorded_example(client, tmp_path, api_traces):
     bundle = tmp_path / "both.json"
     bundle.write_text(json.dumps(api_traces), encoding="utf-8")
