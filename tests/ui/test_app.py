@@ -198,7 +198,8 @@ def test_run_endpoint_rejects_an_empty_prompt(client):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [({"max_new_tokens": "abc"}, r"max new tokens must be an integer in \[1, 256\]; got 'abc'"),
-     ({"p_drop": "nan"}, r"p_drop must lie in \[0, 1\); got 'nan'"), ({"knob": "x"}, r"epsilon must lie in \\[0, 1\\]; got 'x'")],  # fmt: skip
+     ({"p_drop": "nan"}, r"p_drop must lie in \[0, 1\); got 'nan'"),
+     ({"knob": "x"}, r"epsilon must lie in \[0, 1\]; got 'x'")],  # fmt: skip
 )
 def test_run_endpoint_names_a_bad_input_where_a_slider_would_just_say_error(client, changes, message):
     settings = {**SETTINGS, **changes} | ({"criterion": "typical"} if "knob" in changes else {})
