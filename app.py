@@ -13,6 +13,7 @@ import gradio as gr
 
 from ui import about, analysis, explore
 from ui.common import ROOT, default_pair, model_pair
+from viz.theme import token_marks_css
 
 
 def build_demo() -> gr.Blocks:
@@ -53,7 +54,8 @@ def preload() -> threading.Thread:
 def launch_options() -> dict:
     """Theme, css and the page's small script go to launch() in Gradio 6."""
     theme = gr.themes.Soft(primary_hue="violet", neutral_hue="slate")
-    return {"theme": theme, "css_paths": [ROOT / "assets/app.css"], "head_paths": [ROOT / "assets/app.html"]}
+    return {"theme": theme, "css_paths": [ROOT / "assets/app.css"], "css": token_marks_css(),
+            "head_paths": [ROOT / "assets/app.html"]}
 
 
 if __name__ == "__main__":

@@ -74,6 +74,26 @@ PROB_SCALE = "Blues"
 FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
 
 
+# A letter after each token that was not an exact match: colour is never the only cue (and the legend shows them).
+REASON_MARKS = {"naive": "N", "js": "J", "majority": "M", "fuzzy": "F", "typical": "T", "top-k": "K", "mars": "2",
+                "correction": "c", "bonus": "+"}  # fmt: skip
+
+
+def rgb(hex_color: str) -> str:
+    """"#aabbcc" as "170, 187, 204", the channels a browser writes in an inline rgb() or rgba() style."""
+    return ", ".join(str(int(hex_color[i : i + 2], 16)) for i in (1, 3, 5))
+
+
+def token_marks_css() -> str:
+    """CSS that puts each reason's letter after the output tokens of its colour (Gradio writes the colour as
+    rgba(r, g, b, alpha) in the token's style)."""
+    rules = [f'.dm-output .token[style*="({rgb(REASON_COLORS[r])},"]::after {{ content: "{m}"; }}'
+             for r, m in REASON_MARKS.items()]  # fmt: skip
+    base = (".dm-output .token::after { font-size: 0.65em; vertical-align: super; margin-left: 1px; "
+            "color: var(--body-text-color); font-family: system-ui, sans-serif; }")
+    return "\n".join([base, *rules])
+
+
 def text_color_map() -> dict[str, str]:
     """Label -> colour for the coloured output text, built from the reason colours."""
     colors = {REASON_LABELS[r]: REASON_COLORS[r] for r in OUTPUT_REASONS}
@@ -100,10 +120,11 @@ def legend_html(reasons=tuple(REASON_COLORS)) -> str:
     """A compact HTML legend: a swatch, the label and one line of meaning per reason."""
     items = []
     for r in reasons:
+        mark = f" <sup>{REASON_MARKS[r]}</sup>" if r in REASON_MARKS else ""
         items.append(
             f'<span class="dm-legend-item" title="{html.escape(REASON_HELP[r])}">'
             f'<span class="dm-swatch" style="background:{REASON_COLORS[r]}"></span>'
-            f"<b>{html.escape(REASON_LABELS[r])}</b> "
+            f"<b>{html.escape(REASON_LABELS[r])}{mark}</b> "
             f'<span class="dm-legend-help">{html.escape(REASON_HELP[r])}</span></span>'
         )
     items.append(
