@@ -49,9 +49,3 @@ def test_end_tokens_cover_the_config_the_tokenizer_and_the_chat_family(tokenizer
     assert tokenizer.eos_token_id == im_end  # the tokenizer names only one of them, as the embedded GGUF does
     assert end_token_ids(tokenizer) == {im_end, endoftext}
     assert end_token_ids(tokenizer, GenerationConfig(eos_token_id=[7, im_end])) == {7, im_end, endoftext}
-
-
-@pytest.mark.slow
-def test_the_embedded_pair_stops_at_both_qwen_end_tokens(real_pair_f32):
-    assert {151643, 151645} <= real_pair_f32.eos_ids  # <|endoftext|> and <|im_end|>
-    assert real_pair_f32.tokenizer.convert_ids_to_tokens([151643, 151645]) == ["<|endoftext|>", "<|im_end|>"]

@@ -1,8 +1,12 @@
-"""Exactness on the real embedded pair in float32 on CPU: lossless greedy = target greedy; p_drop = 0 = lossless."""
+"""The real embedded pair in float32 on CPU, loaded once for all of these: lossless greedy = target greedy, p_drop 0 =
+lossless, caches cut to the accepted length, both Qwen end tokens, and the CLI's `generate --json` contract."""
+
+import json
 
 import pytest
 import torch
 
+from dropmatch.cli import main
 from dropmatch import metrics
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import Decoder, generate
@@ -53,3 +57,21 @@ def test_caches_are_cut_to_the_accepted_length(real_pair_f32):
         assert decoder.target.length == len(decoder.ids) - 1
         assert decoder.draft.length <= len(decoder.ids) - 1
     assert len(trace.token_ids) == N
+
+
+def test_the_embedded_pair_stops_at_both_qwen_end_tokens(real_pair_f32):
+    assert {151643, 151645} <= real_pair_f32.eos_ids  # <|endoftext|> and <|im_end|>
+    assert real_pair_f32.tokenizer.convert_ids_to_tokens([151643, 151645]) == ["<|endoftext|>", "<|im_end|>"]
+
+
+def test_generate_json_contract(real_pair_f32, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    code = main(["generate", "--prompt", "def add(a, b):", "--max-new-tokens", "12", "--dtype", "float32",
+                 "--device", "cpu", "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert {"config", "text", "token_ids", "records", "metrics"} <= set(data)
+    assert len(data["token_ids"]) == data["metrics"]["n_tokens"] <= 12
+    assert {"tau", "acceptance_rate", "tokens_per_s", "target_forwards", "draft_forwards", "n_tokens", "histogram"} <= set(data["metrics"])
+    assert data["config"]["method"] == "dropmatch" and data["config"]["K"] == 5
+    assert data["text"] in capsys.readouterr().out

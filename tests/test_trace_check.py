@@ -126,7 +126,7 @@ def test_fuzz_mutated_traces_are_refused_clearly_or_drawn_without_error():
     rng = random.Random(0)
     paths = paths_of(STORY)
     refused = drawn = 0
-    for _ in range(300):
+    for _ in range(250):
         path = list(rng.choice(paths))
         value = DROP if rng.random() < 0.15 and isinstance(path[-1], str) else rng.choice(POOL)
         data = mutated(path, value)
@@ -138,10 +138,10 @@ def test_fuzz_mutated_traces_are_refused_clearly_or_drawn_without_error():
             refused += 1
             continue
         record = path[1] if path[0] == "records" and len(path) > 1 else 0
-        if drawn < 25:  # drawing costs about a second; 25 accepted mutations cover the views
+        if drawn < 15:  # drawing costs about a second; 15 accepted mutations cover the views
             draw_everything(trace, sorted({0, record, len(trace.records) - 1}))
         drawn += 1
-    assert refused > 150 and drawn > 25  # both sides of the boundary were exercised
+    assert refused > 120 and drawn > 15  # both sides of the boundary were exercised
 
 
 def test_an_expected_error_shows_in_the_page_without_a_traceback_in_the_log():
