@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from dropmatch.cli import main
+
 
 @pytest.mark.parametrize(
     "args, message",
@@ -24,8 +26,17 @@ import pytest
         (["calibrate", "--suite", "humaneval", "--target-unanimity", "2"], "target unanimity must lie in [0, 1]"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(args, message):
-    proc = subprocess.run([sys.executable, "-m", "dropmatch", *args], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert message in proc.stderr
+def test_bad_input_exits_2_with_one_line(args, message, capsys):
+    try:
+        code = main(args)  # in-process: no model is loaded before the input is checked
+    except SystemExit as exit_:  # argparse's own checks
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_entry_point_exits_2_with_one_line_and_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "dropmatch", "generate", "--prompt", "hi", "--gamma", "0"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and "gamma must be an integer in [1, 16]" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
