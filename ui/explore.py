@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import time
 
@@ -89,6 +90,7 @@ def _outputs() -> dict:
                 show_legend=False, show_inline_category=False, combine_adjacent=False,
                 elem_id=f"out-{name.lower()}", elem_classes="dm-output",
             )
+    o["hovers"] = gr.HTML("", elem_id="dm-hovers", visible="hidden")  # data for the tokens' hover text (assets/app.html)
     with gr.Accordion("Plain text, to copy", open=False, elem_id="plain"), gr.Row():
         for name in RUNS:
             o[f"plain_{name}"] = gr.Textbox(label=f"{name} text", lines=3, interactive=False, buttons=["copy"],
@@ -257,12 +259,15 @@ def relaxed_label(v: Parts, criterion: str) -> dict:
 
 
 def run_labels(v: Parts, traces: dict) -> dict:
-    """Both outputs' labels name the runs shown (after a run, or traces opened from a file); their plain texts."""
-    out = {}
+    """Both outputs' labels name the runs shown (after a run, or traces opened from a file); their plain texts;
+    each token's hover line (why its colour, q, p, rank), as data for the page's script."""
+    out, hovers, cut = {}, {}, divergence(traces)
     for n in RUNS:
         trace = traces.get(n)
         out[v[n]] = gr.HighlightedText(label=output_label(display_name(trace) if trace else n))
         out[v[f"plain_{n}"]] = gr.Textbox(trace.text if trace else "", label=f"{display_name(trace) if trace else n} text")
+        hovers[f"out-{n.lower()}"] = viz.span_hovers(trace, cut) if trace else []
+    out[v["hovers"]] = f"<div data-hovers='{html.escape(json.dumps(hovers), quote=True)}'></div>"
     return out
 
 
@@ -290,7 +295,7 @@ def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
 def wire(v: Parts, demo: gr.Blocks) -> None:
     """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api);
     the page opens on the recorded example."""
-    out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS)))
+    out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS), "hovers"))
     relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
     idle = {"fn": lambda: stop_button(False), "outputs": v["stop"], "api_visibility": "private", "queue": False}
     restore = {"fn": bind(restored, v), "inputs": v["traces"], "api_visibility": "private",

@@ -9,7 +9,7 @@ from viz.steps import STAGES, move, round_figure
 from viz.story import round_story
 from viz.tables import metrics_frame
 from viz.theme import REASON_COLORS, legend_html, message_figure, text_color_map
-from viz.tokens import caption, evidence_record, first_divergence, replaced_draft, spans
+from viz.tokens import caption, evidence_record, first_divergence, replaced_draft, span_hovers, spans
 from viz.votes import votes_figure
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "round_story",
     "rule_heatmap",
     "rules_html",
+    "span_hovers",
     "spans",
     "text_color_map",
     "votes_figure",

@@ -28,6 +28,19 @@ def spans(trace: Trace, divergence: int | None = None) -> tuple[list[tuple[str, 
     return out, index
 
 
+def span_hovers(trace: Trace, divergence: int | None = None) -> list[str]:
+    """One line per span of `spans` (same order): why the token got its colour, with q, p and its target rank."""
+    out = []
+    for n, i in enumerate(emitted_indices(trace)):
+        rec = trace.records[i]
+        if n == divergence:
+            out.append("first divergence: the outputs part at the next token")
+        numbers = [f"q {rec.q:.3f}" if rec.q is not None else "", f"p {rec.p:.3f}" if rec.p is not None else "",
+                   f"target rank {rec.target_rank}" if rec.target_rank is not None else ""]  # fmt: skip
+        out.append(" · ".join([REASON_LABELS.get(rec.reason, rec.reason), *filter(None, numbers)]))
+    return out
+
+
 def first_divergence(trace: Trace, baseline: Trace) -> int | None:
     """First output position where `trace` departs from `baseline` (dropmatch.metrics.compare).
 

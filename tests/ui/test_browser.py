@@ -102,6 +102,10 @@ def test_the_first_screen_shows_the_recorded_example(page, phone):
             assert tab.get_by_role("tab", name=label).is_visible(), f"{label}: tabs wrap, none hides in a menu"
         no_sideways_scroll(tab)
         tab.screenshot(path=str(ARTIFACTS / f"{name}_first_screen.png"), full_page=False)
+    token = page.locator("#out-dropmatch .token").nth(2)
+    token.hover()
+    page.wait_for_function("document.querySelectorAll('#out-dropmatch .token')[2].title.includes('target rank')", **POLL)
+    assert re.search(r"q \d\.\d{3} · p \d\.\d{3} · target rank \d+", token.get_attribute("title"))
 
 
 def test_on_a_phone_the_inspector_stacks_and_nothing_overlaps(phone):
