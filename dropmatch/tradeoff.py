@@ -146,13 +146,15 @@ def matched_knob(curve: pd.DataFrame, target_tau: float, integer: bool = False) 
     return None
 
 
+SHOWN = ["tau", "speedup", "speedup_cpu", *MEASURES]  # what the matched-tau table gives at each rule's knob
+
+
 def _at_knob(curve: pd.DataFrame, knob: float) -> pd.Series:
-    """The curve's measures at `knob`: the measured point when there is one, else linear interpolation."""
+    """The curve's values at `knob`: the measured point when there is one, else linear interpolation."""
     pts = curve.sort_values("knob").set_index("knob")
     if any(math.isclose(knob, k, rel_tol=1e-9, abs_tol=1e-12) for k in pts.index):
-        return pts.loc[min(pts.index, key=lambda k: abs(k - knob)), ["tau", *MEASURES]]
-    cols = ["tau", *MEASURES]
-    return pd.Series({c: float(np.interp(knob, pts.index.to_numpy(float), pts[c].to_numpy(float))) for c in cols})
+        return pts.loc[min(pts.index, key=lambda k: abs(k - knob)), SHOWN]
+    return pd.Series({c: float(np.interp(knob, pts.index.to_numpy(float), pts[c].to_numpy(float))) for c in SHOWN})
 
 
 def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFrame:
@@ -169,9 +171,9 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
     target = float(dm["tau"].iloc[0])
     rows = []
     for _, p in points[points["method"] == "lossless"].iterrows():
-        rows.append({"rule": "lossless", "knob_name": "", "knob": None, "basis": "baseline", **p[["tau", *MEASURES]]})
+        rows.append({"rule": "lossless", "knob_name": "", "knob": None, "basis": "baseline", **p[SHOWN]})
     rows.append({"rule": dm["rule"].iloc[0], "knob_name": "p_drop", "knob": ref["p_drop"], "basis": "the reference",
-                 **dm.iloc[0][["tau", *MEASURES]]})  # fmt: skip
+                 **dm.iloc[0][SHOWN]})  # fmt: skip
     for rule, curve in points[points["method"] == "relative"].groupby("rule", sort=False):
         knob = KNOBS[rule]
         if len(curve) == 1:
