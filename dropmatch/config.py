@@ -16,6 +16,41 @@ MODES = ("or", "replace")
 # The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
 DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive")
 DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1
+# Inclusive integer ranges. seed: what torch.Generator.manual_seed takes once the seed is mixed with the
+# round and position (see decode.position_generator), so every seed in range decodes.
+LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048), "seed": (0, 2**31 - 1), "top_n": (1, 50)}
+MAX_TEMPERATURE = 5.0
+# The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
+PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
+FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies, in the order OFAT walks them
+
+
+def bounded_int(name: str, value, lo: int, hi: int) -> int:
+    """`value` as an int in [lo, hi] (a whole float or numeric string counts); otherwise a clear ValueError."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    if isinstance(value, bool) or not number.is_integer() or not lo <= number <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+    return int(number)
+
+
+def bounded_float(name: str, value, lo: float, hi: float, *, hi_open: bool = False) -> float:
+    """`value` as a finite float in [lo, hi] (or [lo, hi)); otherwise a clear ValueError."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    inside = lo <= number < hi if hi_open else lo <= number <= hi
+    if isinstance(value, bool) or not inside:  # NaN fails every comparison
+        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}{')' if hi_open else ']'}; got {value!r}")
+    return number
+
+
+def sampling_temperature(temperature: float) -> float:
+    """The temperature distributions are compared at: greedy decoding (T = 0) still compares T = 1 softmaxes."""
+    return temperature if temperature > 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -66,41 +101,6 @@ def criterion_method(criterion: str) -> str:
     if criterion not in CRITERION_NAMES:
         raise ValueError(f"criterion must be one of {', '.join(CRITERION_NAMES)}; got {criterion!r}")
     return "dropmatch" if criterion in DROPMATCH_CRITERIA else "relative"
-# Inclusive integer ranges. seed: what torch.Generator.manual_seed takes once the seed is mixed with the
-# round and position (see decode.position_generator), so every seed in range decodes.
-LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048), "seed": (0, 2**31 - 1), "top_n": (1, 50)}
-MAX_TEMPERATURE = 5.0
-# The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
-PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
-FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies, in the order OFAT walks them
-
-
-def bounded_int(name: str, value, lo: int, hi: int) -> int:
-    """`value` as an int in [lo, hi] (a whole float or numeric string counts); otherwise a clear ValueError."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        number = float("nan")
-    if isinstance(value, bool) or not number.is_integer() or not lo <= number <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
-    return int(number)
-
-
-def bounded_float(name: str, value, lo: float, hi: float, *, hi_open: bool = False) -> float:
-    """`value` as a finite float in [lo, hi] (or [lo, hi)); otherwise a clear ValueError."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        number = float("nan")
-    inside = lo <= number < hi if hi_open else lo <= number <= hi
-    if isinstance(value, bool) or not inside:  # NaN fails every comparison
-        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}{')' if hi_open else ']'}; got {value!r}")
-    return number
-
-
-def sampling_temperature(temperature: float) -> float:
-    """The temperature distributions are compared at: greedy decoding (T = 0) still compares T = 1 softmaxes."""
-    return temperature if temperature > 0 else 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
