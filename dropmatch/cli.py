@@ -222,7 +222,7 @@ def _cmd_calibrate(args) -> int:
     table, chosen, reached = calibrate.curve(pair, positions, args.p_drop, args.k, args.target_unanimity, args.refine)
     dims = calibrate.dimension_flips(pair, positions, args.dims)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.round(4).to_string(index=False))
+        print(table.to_string(index=False, formatters={"p_drop": "{:.4g}".format}, float_format="{:.4f}".format))
     verdict = "reaches" if reached else "does not reach; the closest is"
     print(f"target unanimity {args.target_unanimity:.3f}: p_drop {chosen:.4g} {verdict} "
           f"(unanimity {float(table.loc[table['p_drop'] == chosen, 'unanimity'].iloc[0]):.4f})")  # fmt: skip
