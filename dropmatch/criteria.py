@@ -93,7 +93,8 @@ def _relative(test, reason: str) -> Callable[[Evidence, float], Verdict]:
 
 _PATH_RULES = (js_majority, js, majority, majority_strict, naive)
 RULES: dict[str, Rule] = {
-    **{name: Rule(name, _on_paths(fn), True, ("paths",)) for name, fn in zip(DROPMATCH_CRITERIA, _PATH_RULES, strict=True)},
+    **{name: Rule(name, _on_paths(fn), True, ("paths",))
+       for name, fn in zip(DROPMATCH_CRITERIA, _PATH_RULES, strict=True)},
     **{name: Rule(name, _relative(test, reason), False, reads, KNOBS[name])
        for name, (test, reason, reads) in RELATIVES.items()},
 }  # fmt: skip

@@ -156,7 +156,8 @@ def _check_record(r: dict, where: str, config: DecodeConfig, vocab: int) -> None
         raise ValueError(f"{where}.kind: must be one of {', '.join(KINDS)}, got {r['kind']!r}")
     allowed = DRAFT_REASONS if r["kind"] == "draft" else (r["kind"],)
     if r["reason"] not in allowed:
-        raise ValueError(f"{where}.reason: a {r['kind']} record's reason is one of {', '.join(allowed)}, got {r['reason']!r}")
+        raise ValueError(f"{where}.reason: a {r['kind']} record's reason is one of {', '.join(allowed)}, "
+                         f"got {r['reason']!r}")  # fmt: skip
     _within(r["pos"], 1, config.gamma + 1, f"{where}.pos")
     for i, vote in enumerate(r.get("votes") or []):
         if len(vote) != 2 or not 1 <= vote[1] <= config.K:
@@ -240,9 +241,10 @@ def check(data: dict, vocab: int = MAX_TOKEN_ID) -> DecodeConfig:
                              f"{r['round']} position {r['pos']} ({r['kind']})")  # fmt: skip
         expected = (r["round"], r["pos"] + 1) if r["kind"] == "draft" else (r["round"] + 1, 1)
     if expected != (len(data["rounds"]), 1):
+        open_round = expected[0] < len(data["rounds"]) and expected[1] > 1
         raise ValueError(f"records: round {expected[0]} has no correction, bonus or target record to close it"
-                         if expected[0] < len(data["rounds"]) and expected[1] > 1
-                         else f"records: the trace has {len(data['rounds'])} rounds, its records end at round {expected[0]}")  # fmt: skip
+                         if open_round else f"records: the trace has {len(data['rounds'])} rounds, its records end "
+                         f"at round {expected[0]}")  # fmt: skip
     emitted = [r["token_id"] for r in data["records"] if r["emitted"]]
     if emitted != data.get("token_ids", emitted):
         raise ValueError("token_ids: must be the emitted records' tokens, in order")

@@ -101,7 +101,8 @@ def setting_points(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["rule", "method", "criterion", "knob_value"]
     points = rows.groupby(keys, dropna=False, sort=False).apply(_aggregate, include_groups=False).reset_index()
     points = points.rename(columns={"knob_value": "knob"})
-    points["knob_name"] = [KNOB_NAMES.get(m if m == "dropmatch" else cr, "") for m, cr in zip(points["method"], points["criterion"])]
+    names = zip(points["method"], points["criterion"])
+    points["knob_name"] = [KNOB_NAMES.get(m if m == "dropmatch" else cr, "") for m, cr in names]
     return points.sort_values(["method", "rule", "knob"], ignore_index=True)
 
 

@@ -52,7 +52,8 @@ def recorded_choices() -> list[tuple[str, str]]:
             design = entries[suite].get("design") or {}
             return sum(len(v or []) for v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.values())
 
-        out += [(f"{RECORDED_LABELS[key]} · {suite}", f"{key}/{suite}") for suite in sorted(entries, key=varied, reverse=True)]
+        suites = sorted(entries, key=varied, reverse=True)
+        out += [(f"{RECORDED_LABELS[key]} · {suite}", f"{key}/{suite}") for suite in suites]
     return out
 
 

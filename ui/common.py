@@ -1,4 +1,5 @@
-"""What every tab shares: model pairs, app limits, validation to a UserError (a gr.Error with no traceback in the log), the pair loader, ZeroGPU, named parts."""
+"""What every tab shares: model pairs, app limits, validation to a UserError (a gr.Error that leaves no traceback in
+the log), the pair loader, ZeroGPU, named parts."""
 
 from __future__ import annotations
 

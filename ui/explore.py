@@ -210,7 +210,7 @@ def open_recorded(v: Parts) -> dict:
     """The recorded example (no model needed), and where it was decoded: a live run elsewhere can part from it."""
     traces = runs.recorded()
     env = traces[RUNS[0]].environment
-    where = f"{env.get('dtype', '?')} on {env.get('device', '?')} ({env.get('cpu', '?')})" if env else "an unnamed machine"
+    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')})" if env else "an unnamed machine"
     note = (f" · decoded in {where}; a live run here can part from it at a near-tie (two tokens within a rounding "
             "step of each other go the other way when bf16 rounds differently on another CPU)")  # fmt: skip
     return finished(v, traces, status_line(traces, "Recorded example (no model needed)") + note)
@@ -264,8 +264,9 @@ def run_labels(v: Parts, traces: dict) -> dict:
     out, hovers, cut = {}, {}, divergence(traces)
     for n in RUNS:
         trace = traces.get(n)
-        out[v[n]] = gr.HighlightedText(label=output_label(display_name(trace) if trace else n))
-        out[v[f"plain_{n}"]] = gr.Textbox(trace.text if trace else "", label=f"{display_name(trace) if trace else n} text")
+        name = display_name(trace) if trace else n
+        out[v[n]] = gr.HighlightedText(label=output_label(name))
+        out[v[f"plain_{n}"]] = gr.Textbox(trace.text if trace else "", label=f"{name} text")
         hovers[f"out-{n.lower()}"] = viz.span_hovers(trace, cut) if trace else []
     out[v["hovers"]] = f"<div data-hovers='{html.escape(json.dumps(hovers), quote=True)}'></div>"
     return out
@@ -306,7 +307,8 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
                         show_progress="minimal", preprocess=False)  # fmt: skip
     go.then(**relabel).then(**idle)
-    v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private").then(**relabel).then(**idle)
+    stop = v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
+    stop.then(**relabel).then(**idle)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
     v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**restore)
     demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)

@@ -69,6 +69,9 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     return own if cfg.get("mode") == "replace" else bool(rec.lossless) or own
 
 
+FUZZY = {"fuzzy-js": ("js_pq", "JS(p‖q)"), "fuzzy-kl": ("kl_qp", "KL(q‖p)"), "fuzzy-tv": ("tv", "TV(p,q)")}
+
+
 def _fmt(x: float | None) -> str:
     if x is None or math.isnan(x):
         return "—"
@@ -93,7 +96,7 @@ def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = N
         return "not recorded at this position"
     s = {k: float(v[0]) for k, v in found.items()}
     if rule.startswith("fuzzy"):
-        key, name = {"fuzzy-js": ("js_pq", "JS(p‖q)"), "fuzzy-kl": ("kl_qp", "KL(q‖p)"), "fuzzy-tv": ("tv", "TV(p,q)")}[rule]
+        key, name = FUZZY[rule]
         return f"{name} {_fmt(s[key])} vs threshold {knob:g}"
     if rule == "typical":
         bound = min(knob, math.sqrt(knob) * math.exp(-s["entropy"]))
@@ -116,7 +119,10 @@ def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = N
     rows = [{"rule": "lossless", "knob": "", "verdict": rec.lossless, "statistic": statistic(rec, "lossless", None)}]
     for name in (*DROPMATCH_CRITERIA, *KNOBS):
         knob = knobs.get(name)
-        shown = f"K {K}, p_drop {p_drop:g}" if name in DROPMATCH_CRITERIA else f"{KNOBS[name].name} {knob if knob is not None else KNOBS[name].default:g}"
+        if name in DROPMATCH_CRITERIA:
+            shown = f"K {K}, p_drop {p_drop:g}"
+        else:
+            shown = f"{KNOBS[name].name} {KNOBS[name].default if knob is None else knob:g}"
         rows.append({"rule": name, "knob": shown, "verdict": decide(rec, name, knob),
                      "statistic": statistic(rec, name, knob, K)})  # fmt: skip
     return rows
@@ -125,18 +131,20 @@ def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = N
 def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, float] | None = None) -> str:
     """The inspector's rule panel: every rule's verdict at the selected draft position, with what it read."""
     if trace is None or rec is None or rec.kind != "draft":
-        return "<p class=dm-note>Click a drafted token (or a correction, for the draft it replaced) to see what every rule would decide there.</p>"
+        return ("<p class=dm-note>Click a drafted token (or a correction, for the draft it replaced) to see what "
+                "every rule would decide there.</p>")
     run = trace.config.get("criterion") if trace.config.get("method") in ("dropmatch", "relative") else "lossless"
     body = []
     for row in rule_rows(trace, rec, knobs):
         v = row["verdict"]
-        chip = ("<span class=dm-no-data>—</span>" if v is None else
-                f"<span class=dm-chip style='background:{ACCEPT_COLOR if v else REJECT_COLOR}'>{'accept' if v else 'reject'}</span>")  # fmt: skip
+        color, word = (ACCEPT_COLOR, "accept") if v else (REJECT_COLOR, "reject")
+        chip = "<span class=dm-no-data>—</span>" if v is None else f"<span class=dm-chip style='background:{color}'>{word}</span>"
         name = html.escape(row["rule"]) + (" <b>(this run)</b>" if row["rule"] == run else "")
         body.append(f"<tr><td>{name}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
                     f"<td>{html.escape(row['statistic'])}</td></tr>")  # fmt: skip
     head = "<tr><th>rule</th><th>knob</th><th>verdict</th><th>what it read</th></tr>"
-    title = f"<p><b>Every rule at draft {html.escape(show_token(rec.text))!s}</b> (round {rec.round + 1}, position {rec.pos})</p>"
+    title = (f"<p><b>Every rule at draft {html.escape(show_token(rec.text))}</b> "
+             f"(round {rec.round + 1}, position {rec.pos})</p>")
     return (f"{title}<div class=scroll><table class='dm-table dm-rules'>{head}{''.join(body)}</table></div>"
             f"<p class=dm-note>{html.escape(CAVEAT)}</p>")
 
