@@ -95,7 +95,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     }
 
 
-def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str], source: list[str]) -> dict:
+def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str] | None, source: list[str]) -> dict:
     """Every SWEEP_WIRING part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
     c = content(df)
     plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in FIGURES}
@@ -104,10 +104,16 @@ def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str], source:
                        "source": source})  # fmt: skip
 
 
+def recorded_files(folder: Path) -> list[str] | None:
+    """The report and the tidy table of a recorded sweep, those that exist (a sweep not yet reported has no HTML)."""
+    present = [str(path) for path in (folder / "report.html", folder / TABLE) if path.exists()]
+    return present or None
+
+
 # ---- handlers -----------------------------------------------------------------------------------
 def open_recorded_sweep(a: Parts, choice: str) -> dict:
     folder, suite, part = recorded_table(choice)
-    files = [str(folder / "report.html"), str(folder / TABLE)]
+    files = recorded_files(folder)
     return sweep_views(a, part, recorded_note(folder, suite, part), files, [str(folder), suite])
 
 
@@ -224,7 +230,7 @@ def layout() -> Parts:
                                   elem_id=f"lab-{name}")  # fmt: skip
     a |= _tradeoff_parts(first)
     a["summary"] = gr.HTML(first["summary"], elem_id="lab-summary")
-    a["files"] = gr.File([str(folder / "report.html"), str(folder / TABLE)] if choice else None,
+    a["files"] = gr.File(recorded_files(folder) if choice else None,
                          label="Report (HTML) and per-prompt table (CSV)", file_count="multiple", interactive=False,
                          elem_id="lab-files")  # fmt: skip
     gr.Markdown("#### A p_drop that transfers: path unanimity per p_drop\n`python -m dropmatch calibrate` on this "

@@ -237,6 +237,12 @@ def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
         analysis.open_recorded_sweep(sweep_parts, "nope")
 
 
+def test_a_recorded_sweep_without_its_report_lists_only_what_exists(tmp_path):
+    assert analysis.recorded_files(tmp_path) is None
+    (tmp_path / analysis.TABLE).write_text("suite\n", encoding="utf-8")
+    assert analysis.recorded_files(tmp_path) == [str(tmp_path / analysis.TABLE)]  # no report.html yet: no missing file offered
+
+
 def test_live_sweep_streams_cell_by_cell(client):
     assert analysis.LIVE_OUTPUTS == (*analysis.SWEEP_OUTPUTS, "suite")
     job = client.submit("mini_spec_bench", 1, "p_drop", "0.3", 8, "embedded", api_name="/sweep")
