@@ -65,7 +65,7 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="dropout rate on the LM-head input")
     p.add_argument("--criterion", default=DEFAULT_CRITERION, choices=CRITERION_NAMES,
                    help="a DropMatch rule on the K paths, or one of its relatives (which takes --knob)")
-    p.add_argument("--knob", type=float, default=None, help="the relative's one setting (default: its source's): "
+    p.add_argument("--knob", type=float, default=None, help="the relative's one setting; defaults: "
                    + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()))  # fmt: skip
     p.add_argument("--mode", default="or", choices=MODES)
     p.add_argument("--temperature", type=float, default=0.0)
@@ -227,7 +227,8 @@ def _cmd_calibrate(args) -> int:
     print(f"target unanimity {args.target_unanimity:.3f}: p_drop {chosen:.4g} {verdict} "
           f"(unanimity {float(table.loc[table['p_drop'] == chosen, 'unanimity'].iloc[0]):.4f})")  # fmt: skip
     flips = dims[dims["flip_rate"] > 0]
-    print(f"{len(flips)} of {len(dims)} hidden dimensions move the argmax somewhere when zeroed alone; the top five: "
+    print(f"{len(flips)} of {len(dims)} hidden dimensions move the argmax somewhere when zeroed alone (first "
+          f"{min(args.dims, len(positions.argmax))} positions); the top five: "
           + ", ".join(f"dim {r.dim} ({r.flip_rate:.1%} of positions, mean |h| {r.mean_abs_h:.2f})"
                       for r in dims.nlargest(5, "flip_rate").itertuples()))  # fmt: skip
     if args.json:
@@ -239,7 +240,7 @@ def _cmd_calibrate(args) -> int:
             "settings": {"dtype": args.dtype, "target_id": args.target, "draft_id": args.draft, "limit": args.limit,
                          "max_new_tokens": None if args.source else args.max_new_tokens},
             "environment": _environment(args), "curve": table.to_dict(orient="records"),
-            "dims": dims.to_dict(orient="list"),
+            "dims": dims.to_dict(orient="list"), "dims_positions": min(args.dims, len(positions.argmax)),
         }, indent=1), encoding="utf-8")  # fmt: skip
     return 0
 

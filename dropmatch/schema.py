@@ -50,12 +50,11 @@ def check_value(value, hint, where: str) -> None:
     """`value` matches the annotation `hint` (int, float, str, bool, None, unions, list[...], dict[..., ...])."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        errors = []
         for option in args:
             try:
                 return check_value(value, option, where)
-            except ValueError as err:
-                errors.append(err)
+            except ValueError:
+                continue
         raise ValueError(f"{where}: expected {' or '.join(_name(a) for a in args)}, got {_show(value)}")
     if hint is type(None):
         if value is not None:

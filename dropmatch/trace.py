@@ -60,7 +60,7 @@ class TokenRecord:
     js_paths: list[float] | None = None  # JS(p_i || centroid), nats
     threshold: float | None = None  # max_i JS(p_i || centroid)
     verdicts: dict[str, bool] | None = None  # the run's rule's components; in evidence mode every rule's decision
-    rule_stats: dict[str, float | None] | None = None  # the relatives' statistics (evidence.RECORDED); None = NaN
+    rule_stats: dict[str, float | None] | None = None  # config.RECORDED_STATISTICS; null as in config.NULL_MEANS
     path_p: list[float] | None = None  # probability of the token under each path
     path_rank: list[int] | None = None  # its rank under each path (1 = top-1)
     top: dict | None = None  # {"ids", "texts", "draft", "target", "centroid", "paths"} over the union of top-N

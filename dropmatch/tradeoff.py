@@ -60,6 +60,12 @@ def compared_at(df: pd.DataFrame) -> dict:
     return {"gamma": c["gamma"], "K": c["K"]} if c else {"gamma": df["gamma"].mode().iloc[0], "K": None}
 
 
+def compared_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows the rules are compared on: every method at the compared gamma, DropMatch at the compared K only."""
+    c = compared_at(df)
+    return df[(df["gamma"] == c["gamma"]) & ((df["method"] != "dropmatch") | (df["K"] == c["K"]))]
+
+
 def rule_name(row) -> str:
     """The curve a setting belongs to: "lossless", "DropMatch js+majority", or the relative's name."""
     if row["method"] == "dropmatch":
@@ -95,8 +101,7 @@ def setting_points(df: pd.DataFrame) -> pd.DataFrame:
     """One row per setting at the compared gamma (and K for DropMatch): its rule, knob, pooled tau and quality."""
     if df.empty:
         return pd.DataFrame(columns=["rule", "method", "criterion", "knob_name", "knob", "tau", *MEASURES])
-    c = compared_at(df)
-    rows = df[(df["gamma"] == c["gamma"]) & ((df["method"] != "dropmatch") | (df["K"] == c["K"]))]
+    rows = compared_rows(df)
     rows = rows.assign(rule=rows.apply(rule_name, axis=1), knob_value=rows.apply(knob_of, axis=1))
     keys = ["rule", "method", "criterion", "knob_value"]
     points = rows.groupby(keys, dropna=False, sort=False).apply(_aggregate, include_groups=False).reset_index()

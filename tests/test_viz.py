@@ -18,6 +18,8 @@ from viz.inspector import MAX_COLUMNS, shown_columns
 from viz.rounds import MAP_REASONS, reason_grid
 from viz.steps import STAGES
 from viz.summary import status_line, traces_from_data
+from viz.tables import FROM_ONE
+from viz.tokens import first_divergence
 from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
 
 TRACES = Path(__file__).resolve().parents[1] / "assets" / "traces"
@@ -196,7 +198,10 @@ def test_metrics_frame(dm, ll):
     tau = df[df.metric.str.startswith("τ,")].iloc[0]
     assert float(tau["DropMatch"]) == pytest.approx(compute(dm)["tau"], abs=0.01)
     assert df[df.metric.str.startswith("speedup")].iloc[0]["lossless"] == "1"
-    assert set(df.definition) <= set(DEFINITIONS.values())
+    assert set(df.definition) - set(DEFINITIONS.values()) == {FROM_ONE["first_divergence"]}
+    parts = df[df.metric == "outputs part at token"].iloc[0]
+    cut = first_divergence(dm, ll)
+    assert parts["DropMatch"] == str(cut + 1) and f"at token {cut + 1}" in status_line({"DropMatch": dm, "lossless": ll}, "Done")
     one = viz.metrics_frame({"DropMatch": dm, "lossless": None})
     assert list(one.columns) == ["metric", "DropMatch", "lossless", "definition"]
     assert set(one["lossless"]) == {"—"}
@@ -221,6 +226,10 @@ def test_round_story_and_move(dm):
     assert viz.move(dm, 0, 0, -1) == (0, 0)
     assert viz.move(dm, 0, 4, 1) == (1, 0)
     assert viz.move(dm, len(dm.rounds) - 1, 4, 1) == (len(dm.rounds) - 1, 4)
+    relative = copy.deepcopy(dm)
+    relative.config.update(method="relative", criterion="typical", knob=0.09)  # its recorded paths only illustrate
+    told = viz.round_story(relative, t, 4)
+    assert "typical reads the unmasked target" in told and "dropout masks" not in told
 
 
 def test_status_and_trace_bundles(dm, ll):

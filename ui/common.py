@@ -163,10 +163,12 @@ def default_pair() -> str:
 
 def model_pair(pair: str):
     """The cached pair in bfloat16 (on CUDA where present); every failure is a clear gr.Error."""
-    if pair not in PAIRS:
+    if not isinstance(pair, str) or pair not in PAIRS:
         raise UserError(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
     if pair == "hub" and not hub_ready():
-        raise UserError("The hub pair needs huggingface.co, which this machine cannot reach. Use the embedded pair.")
+        other = " Use the embedded pair." if embedded.available() else ""
+        raise UserError(f"The hub pair needs huggingface.co (or its files in the local cache), which this machine "
+                        f"cannot reach.{other}")  # fmt: skip
     try:
         return load_pair(*PAIRS[pair], dtype="bfloat16", device=default_device())
     except (ValueError, OSError) as err:

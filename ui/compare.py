@@ -8,7 +8,7 @@ from dropmatch.config import KNOBS
 from ui.common import CRITERION_CHOICES, Parts, UserError, bind, pick, updates
 from viz import rules
 from viz.rounds import reason_heatmap
-from viz.summary import RUNS
+from viz.summary import RUNS, run_names
 
 OWN = "own"
 RULE_CHOICES = [("each run's own decisions", OWN), ("lossless (exact match)", "lossless"), *CRITERION_CHOICES]
@@ -56,14 +56,14 @@ def selected_record(traces: dict, selected):
 
 def maps(v: Parts, traces: dict, rule: str, knob) -> dict:
     """Both accept / reject maps: each run's own reasons, or recoloured by `rule` at `knob`."""
-    chosen = knobs(rule, knob)
+    chosen, names = knobs(rule, knob), run_names(traces)
     out = {}
     for name in RUNS:
         trace = (traces or {}).get(name)
         if rule == OWN:
-            out[f"map_{name}"] = reason_heatmap(trace, f"{name}: accept / reject per round")
+            out[f"map_{name}"] = reason_heatmap(trace, f"{names[name]}: accept / reject per round")
         else:
-            title = f"{name}: what {rule} decides on these drafts, against the run"
+            title = f"{names[name]}: what {rule} decides on these drafts, against the run"
             out[f"map_{name}"] = rules.rule_heatmap(trace, rule, chosen.get(rule), title)
     return updates(v, out)
 

@@ -15,7 +15,7 @@ from ui.common import (
     APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, PAIR_INFO, ROOT,
     Parts, UserError, bind, default_pair, parts, pick, updates,
 )  # fmt: skip
-from viz.summary import RUNS, display_name, divergence, status_line
+from viz.summary import RUNS, divergence, run_names, status_line
 
 CLICK = "Click a token of either output to inspect it."
 RUN_INPUTS = ("prompt", "chat", "pair", *runs.SETTINGS)
@@ -44,7 +44,7 @@ def _settings() -> dict:
     with gr.Row():
         c["criterion"] = gr.Dropdown(CRITERION_CHOICES, value=DEFAULTS["criterion"], label="criterion",
                                      info="DropMatch on the K paths, or one of its relatives", scale=2)  # fmt: skip
-        c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its source's default",
+        c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its default",
                               elem_id="knob")  # fmt: skip
     with gr.Row():
         c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
@@ -150,14 +150,13 @@ def views(v: Parts, traces: dict, note: str, live: bool = False) -> dict:
 
     While a run streams (`live`), the metrics table and figure wait for the end: each round stays cheap.
     """
-    cut = divergence(traces)
+    cut, names = divergence(traces), run_names(traces)
     out = {"status": note, "traces": traces}
     for n in RUNS:
         out[n] = viz.spans(traces[n], cut)[0] if traces.get(n) else []
-        shown = display_name(traces[n]) if traces.get(n) else n
-        out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{shown}: accept / reject per round")
+        out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{names[n]}: accept / reject per round")
     if not live:
-        out["table"] = viz.metrics_frame({n: traces.get(n) for n in RUNS})
+        out["table"] = viz.metrics_frame({names[n]: traces.get(n) for n in RUNS})
         out["acceptance"] = viz.acceptance_figure(traces)
     return updates(v, out)
 
@@ -259,15 +258,15 @@ def relaxed_label(v: Parts, criterion: str) -> dict:
 
 
 def run_labels(v: Parts, traces: dict) -> dict:
-    """Both outputs' labels name the runs shown (after a run, or traces opened from a file); their plain texts;
-    each token's hover line (why its colour, q, p, rank), as data for the page's script."""
-    out, hovers, cut = {}, {}, divergence(traces)
+    """Both outputs' labels (and the step-through's run choice) name the runs shown (after a run, or traces opened
+    from a file); their plain texts; each token's hover line (why its colour, q, p, rank), as data for the page's script."""
+    out, hovers, cut, names = {}, {}, divergence(traces), run_names(traces)
     for n in RUNS:
-        trace = traces.get(n)
-        name = display_name(trace) if trace else n
+        trace, name = traces.get(n), names[n]
         out[v[n]] = gr.HighlightedText(label=output_label(name))
         out[v[f"plain_{n}"]] = gr.Textbox(trace.text if trace else "", label=f"{name} text")
         hovers[f"out-{n.lower()}"] = viz.span_hovers(trace, cut) if trace else []
+    out[v["step_run"]] = gr.Radio(choices=[(names[n], n) for n in RUNS])
     out[v["hovers"]] = f"<div data-hovers='{html.escape(json.dumps(hovers), quote=True)}'></div>"
     return out
 
@@ -296,7 +295,7 @@ def _step_by(v: Parts, delta: int, traces: dict, run_name: str, pos) -> dict:
 def wire(v: Parts, demo: gr.Blocks) -> None:
     """Every Explore event, with its endpoint name: /run (streams), /open_recorded, /open_files, /trace (gr.api);
     the page opens on the recorded example."""
-    out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS), "hovers"))
+    out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS), "hovers", "step_run"))
     relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
     idle = {"fn": lambda: stop_button(False), "outputs": v["stop"], "api_visibility": "private", "queue": False}
     restore = {"fn": bind(restored, v), "inputs": v["traces"], "api_visibility": "private",

@@ -6,7 +6,6 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from dropmatch.config import DROPMATCH_CRITERIA
+from dropmatch.config import DROPMATCH_CRITERIA, PAPER_UNANIMITY
 from viz.theme import METHOD_COLORS, message_figure, style
 
 HEIGHT = 420
@@ -38,8 +38,9 @@ def unanimity_curve(cal: dict) -> go.Figure:
                                           "match rejects<extra></extra>")  # fmt: skip
     target = cal.get("target_unanimity")
     if target is not None:
+        source = " (the paper's 70B head)" if target == PAPER_UNANIMITY else ""
         fig.add_hline(y=target, line={"dash": "dash", "color": METHOD_COLORS["lossless"]},
-                      annotation_text=f"target {target:.1%} (the paper's 70B head)", annotation_position="bottom left")
+                      annotation_text=f"target {target:.1%}{source}", annotation_position="bottom left")  # fmt: skip
     chosen = cal.get("chosen")
     if chosen:
         verdict = "reaches it" if cal.get("reached") else "closest; does not reach it"
@@ -68,5 +69,7 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
     fig.add_scatter(x=[size[i] for i in top], y=[flip[i] for i in top], mode="text", text=[f"{ids[i]}" for i in top],
                     textposition="top center", showlegend=False, hoverinfo="skip")  # fmt: skip
     fig.update_xaxes(type="log", title_text="mean |h| of the dimension (log scale)")
-    fig.update_yaxes(title_text="share of positions whose argmax moves", rangemode="tozero")
+    n = cal.get("dims_positions")
+    fig.update_yaxes(title_text=f"share of {f'the first {n} ' if n else ''}positions whose argmax moves",
+                     rangemode="tozero")  # fmt: skip
     return style(fig, f"{title} · {moving} of {len(ids)} move it somewhere", HEIGHT)

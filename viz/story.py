@@ -18,6 +18,10 @@ def _draft_line(trace: Trace, drafts: list[TokenRecord]) -> str:
 
 def _paths_line(trace: Trace, drafts: list[TokenRecord]) -> str:
     cfg = trace.config
+    if cfg.get("method") == "relative":
+        return (f"The target verified all drafts in **one forward**. The rule {cfg.get('criterion')} reads the "
+                "unmasked target's and the draft's distributions at each position (no dropout paths decide; "
+                "where paths were recorded, they are there only to show what DropMatch would have done).")
     if not any(r.path_tokens for r in drafts):
         return ("The target verified all drafts in **one forward**. This run computed no dropout paths "
                 "(lossless, or lazy evidence), so only the exact test decides.")

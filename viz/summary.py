@@ -47,6 +47,14 @@ def display_name(trace: Trace) -> str:
     return "DropMatch" if cfg.get("method") == "dropmatch" else str(cfg.get("method", "lossless"))
 
 
+def run_names(traces: dict[str, Trace | None]) -> dict[str, str]:
+    """Each run slot's name on screen (its display_name; the slot's own name where the run is absent, or where two
+    runs would be called the same)."""
+    named = {slot: (traces or {}).get(slot) for slot in RUNS} | dict(traces or {})
+    names = {slot: display_name(t) if t is not None else slot for slot, t in named.items()}
+    return names if len(set(names.values())) == len(names) else {slot: slot for slot in names}
+
+
 def traces_from_data(data, vocab: int = MAX_TOKEN_ID) -> dict[str, Trace]:
     """One trace object, or an object whose values are traces (what the /trace endpoint returns).
 

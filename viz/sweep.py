@@ -163,8 +163,8 @@ def category_bars(df: pd.DataFrame) -> go.Figure:
 
 def varied(row, c: dict) -> str:
     """Which factor a setting moves away from the centre: "lossless", "centre", or the factor's name."""
-    if row["method"] == "lossless":
-        return "lossless"
+    if row["method"] in ("lossless", "relative"):
+        return row["method"] if row["method"] == "lossless" else str(row["criterion"])
     moved = [f for f in FACTORS if f in c and row[f] != c[f]]
     return moved[0] if len(moved) == 1 else ("centre" if not moved else "+".join(moved))
 

@@ -24,10 +24,13 @@ ROWS = {
     "tokens_per_s": "tokens/s",
     "overhead_share": "paths + criteria time share",
     "speedup": "speedup (tokens/s ÷ baseline)",
-    "first_divergence": "first divergence (token index)",
+    "first_divergence": "outputs part at token",
     "equal_share": "equal-token share",
 }
 DIGITS = {"tau": 2, "tau_minus_1": 2, "wall_s": 2, "tokens_per_s": 2, "speedup": 2}
+# the page counts tokens from 1, as the status line does (the library's metric is a 0-based index)
+FROM_ONE = {"first_divergence": "the first generated token, counted from 1, where the output departs from the "
+                                "baseline's; a dash if it never does"}  # fmt: skip
 
 
 def fmt(value, digits: int = 3) -> str:
@@ -54,7 +57,9 @@ def metrics_frame(traces: dict[str, Trace | None], baseline: str | None = "lossl
             value = table.at[key, name] if name in table.columns and key in table.index else None
             if name == baseline and key == "speedup" and name in present:
                 value = 1.0
+            if key in FROM_ONE and value is not None and not pd.isna(value):
+                value = int(value) + 1
             row[name] = fmt(value, DIGITS.get(key, 3))
-        row["definition"] = DEFINITIONS[key]
+        row["definition"] = FROM_ONE.get(key, DEFINITIONS[key])
         rows.append(row)
     return pd.DataFrame(rows, columns=["metric", *traces, "definition"])

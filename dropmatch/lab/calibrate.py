@@ -23,14 +23,13 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, DecodeConfig
+from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, PAPER_UNANIMITY, DecodeConfig
 from dropmatch.criteria import RULES
 from dropmatch.decode import generate, position_generator
 from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, TargetHead, path_logits
 from dropmatch.models import ModelPair, encode_prompt
 
-PAPER_UNANIMITY = 0.984  # Table 2: Llama-3.1-70B, HumanEval, K 5, p_drop 0.3
 CHUNK = 16  # positions per batched head product
 
 

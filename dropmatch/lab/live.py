@@ -44,9 +44,9 @@ class Plan:
 
 def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dict | None = None) -> Plan:
     """Check a live sweep's inputs against LIVE_LIMITS and build its plan (nothing runs, nothing loads)."""
-    if suite not in SUITES:
+    if not isinstance(suite, str) or suite not in SUITES:
         raise ValueError(f"suite must be one of {', '.join(SUITES)}; got {suite!r}")
-    if factor not in (*FACTORS, *KNOBS):
+    if not isinstance(factor, str) or factor not in (*FACTORS, *KNOBS):
         raise ValueError(f"the varied factor must be one of {', '.join((*FACTORS, *KNOBS))}; got {factor!r}")
     n = bounded_int("prompts", prompts, *LIVE_LIMITS["prompts"])
     tokens = bounded_int("max new tokens", max_new_tokens, *LIVE_LIMITS["max_new_tokens"])

@@ -20,7 +20,7 @@ from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
 from dropmatch.metrics import DEFINITIONS, pooled_tau
-from dropmatch.tradeoff import compared_at, knob_of, matched_table, rule_name, setting_points
+from dropmatch.tradeoff import compared_rows, knob_of, matched_table, rule_name, setting_points
 from viz.sweep import FIGURES, centre, held, relevant, tradeoff, tradeoff_measures
 
 
@@ -118,9 +118,8 @@ def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
     if scored.empty:
         return pd.DataFrame()
     points = setting_points(scored).set_index(["rule", "knob"])
-    gamma = compared_at(scored)["gamma"]
-    rows = scored[scored["gamma"] == gamma].assign(rule=lambda d: d.apply(rule_name, axis=1),
-                                                    knob=lambda d: d.apply(knob_of, axis=1))  # fmt: skip
+    rows = compared_rows(scored).assign(rule=lambda d: d.apply(rule_name, axis=1),
+                                        knob=lambda d: d.apply(knob_of, axis=1))  # fmt: skip
     base = rows[rows["method"] == "lossless"][["prompt_id", "score"]]
     out = []
     for (rule, knob), part in rows[rows["method"] != "lossless"].groupby(["rule", "knob"], sort=False):

@@ -135,10 +135,11 @@ def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: d
     unknown = set(methods) - set(METHODS)
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {', '.join(METHODS)}; got {', '.join(methods)}")
-    lossless = [Setting("lossless", g) for g in dict.fromkeys(p["gamma"] for p in points)]
-    dropmatch = list(dict.fromkeys(Setting("dropmatch", **p) for p in points))
     relatives = [Setting("relative", centre["gamma"], criterion=name, knob=knob)
                  for name, knobs in (rules or {}).items() for knob in knobs]  # fmt: skip
+    gammas = [p["gamma"] for p in points] + [centre["gamma"]] * bool(relatives)  # every rule needs its baseline
+    lossless = [Setting("lossless", g) for g in dict.fromkeys(gammas)]
+    dropmatch = list(dict.fromkeys(Setting("dropmatch", **p) for p in points))
     return ((lossless if "lossless" in methods else []) + (dropmatch if "dropmatch" in methods else [])
             + (relatives if "relative" in methods else []))  # fmt: skip
 

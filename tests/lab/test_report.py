@@ -152,8 +152,10 @@ def test_paired_scores_count_lost_and_gained_problems_per_setting():
                 for i, s in enumerate(scores)]  # fmt: skip
 
     df = pd.DataFrame(rows("lossless", [1, 1, 0, 0]) + rows("relative", [0, 1, 1, 1], criterion="top-k", knob=3)
-                      + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority"))  # fmt: skip
-    paired = paired_scores(df).set_index("rule")
+                      + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority")
+                      + rows("dropmatch", [0, 0, 0, 0], K=8, p_drop=0.3, criterion="js+majority"))  # fmt: skip
+    paired = paired_scores(df).set_index("rule")  # DropMatch at the compared K (the paper's 5) only
+    assert paired.loc["DropMatch js+majority", "problems"] == 4
     assert paired.loc["top-k", ["lost", "gained", "problems"]].tolist() == [1, 2, 4]
     assert paired.loc["top-k", "mcnemar_p"] == pytest.approx(mcnemar_p(1, 2)) == 1.0
     assert paired.loc["DropMatch js+majority", ["lost", "gained"]].tolist() == [0, 0]

@@ -270,6 +270,8 @@ def test_relatives_join_a_design_at_the_centres_gamma():
     assert relatives[2].config(8).knob == 2 and relatives[2].config(8).method == "relative"
     assert not [s for s in design_settings({}, "ofat", methods=["lossless", "dropmatch"], rules={"top-k": [2]})
                 if s.method == "relative"]  # fmt: skip
+    grid = design_settings({"gamma": [3, 8]}, "grid", rules={"top-k": [2]})  # the centre's gamma is not in the grid
+    assert [s.gamma for s in grid if s.method == "lossless"] == [3, 8, 5]  # yet the relatives get their baseline
 
 
 def test_relatives_sweep_on_the_tiny_pair_and_its_report(noisy_pair, tmp_path):
