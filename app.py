@@ -12,7 +12,7 @@ import threading
 import gradio as gr
 
 from ui import about, analysis, explore
-from ui.common import ROOT, default_pair, model_pair
+from ui.common import DEFAULTS, ROOT, default_pair, model_pair
 from viz.theme import token_marks_css
 
 
@@ -42,7 +42,7 @@ def preload() -> threading.Thread:
 
     def load() -> None:
         try:
-            model_pair(default_pair())
+            model_pair(default_pair(), DEFAULTS["draft_quant"])
         except gr.Error as err:
             print(f"[dropmatch] the {default_pair()} pair is not loaded: {err.message}", flush=True)
 

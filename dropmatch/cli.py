@@ -21,7 +21,7 @@ import transformers
 
 from dropmatch import metrics
 from dropmatch.config import (
-    CRITERION_NAMES, DEFAULT_CRITERION, KNOBS, METHODS, MODES, PAPER_SETTING, DecodeConfig, bounded_float,
+    CRITERION_NAMES, DEFAULT_CRITERION, DRAFT_QUANTS, KNOBS, METHODS, MODES, PAPER_SETTING, DecodeConfig, bounded_float,
     criterion_method,
 )  # fmt: skip
 from dropmatch.decode import generate
@@ -72,6 +72,9 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", default="bfloat16", choices=list(DTYPES))
+    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS, help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
+    p.add_argument("--draft-vocab", type=_positive, default=None,
+                   help="the draft's head scores only the N most frequent tokens (default: all)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
     p.add_argument("--device-map", default=None, help="'auto' spreads a pair too large for one device (accelerate)")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
@@ -97,7 +100,8 @@ def decode_config(args: argparse.Namespace, method: str | None, evidence: bool =
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     config = decode_config(args, args.method, evidence=args.evidence)
-    pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
+    pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant,
+                     args.draft_vocab)  # fmt: skip
     trace = generate(pair, args.prompt, config, chat=args.chat)
     m = metrics.compute(trace)
     print(trace.text)
@@ -119,15 +123,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
     prompts = suites.load_suite(args.prompts, args.limit)
     pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
+    lean = None
+    if args.draft_quant != "none" or args.draft_vocab:  # the lean draft beside the stock one, same target
+        lean = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant,
+                         args.draft_vocab)  # fmt: skip
     configs = {m: decode_config(args, m) for m in ("target", "lossless", criterion_method(args.criterion))}
-    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens)
+    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, lean)
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
               f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}")  # fmt: skip
         print(table.to_string())
-        print("tau pooled over prompts (N / T, bonus included); tokens/s and speedups: mean over prompts; "
-              "overhead_share: time in dropout paths + criteria / round time")  # fmt: skip
+        print("tau pooled over prompts (N / T, bonus included); tokens/s: mean over prompts; speedups: ratios of "
+              "those means; overhead / draft / target share: time in dropout paths + criteria / drafting / the "
+              "target's verify forward, over round time; +int8: the same method with the int8 draft")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps({"config": vars(args) | {"func": None},
                                                "summary": table.reset_index().to_dict(orient="records"),
@@ -168,13 +177,16 @@ def _cmd_sweep(args) -> int:
         s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
     run = {"max_new_tokens": args.max_new_tokens, "seed": args.seed, "dtype": args.dtype,
            "target_id": args.target, "draft_id": args.draft}  # fmt: skip
+    lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab}
+    run |= {k: v for k, v in lean.items() if v not in ("none", None)}  # only when set: older sweeps still resume
     design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods, "rules": rules,
               "environment": _environment(args)}  # fmt: skip
     sweep.check_manifest(args.out, suite, run, design)
     todo = sweep.pending(args.out, suite, items, settings)
     print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")
     if todo:
-        pair = load_pair(args.target, args.draft, args.dtype, args.device)
+        pair = load_pair(args.target, args.draft, args.dtype, args.device, draft_quant=args.draft_quant,
+                         draft_vocab=args.draft_vocab)  # fmt: skip
         sweep.make_runner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
         runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout)
         sweep.run_sweep(items, settings, args.out, suite, run, runner)
@@ -303,6 +315,9 @@ def _add_sweep(sub) -> None:
     p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
     p.add_argument("--max-new-tokens", type=_positive, default=64)
     p.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
+    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS, help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
+    p.add_argument("--draft-vocab", type=_positive, default=None,
+                   help="the draft's head scores only the N most frequent tokens (default: all)")
     p.add_argument("--target", default=DEFAULT_TARGET)
     p.add_argument("--draft", default=DEFAULT_DRAFT)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 METHODS = ("target", "lossless", "dropmatch", "relative")
 RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptance rule
 MODES = ("or", "replace")
+DRAFT_QUANTS = ("none", "int8")  # the draft's weights: as loaded, or int8 weight-only (dropmatch.quant)
 # The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
 DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive")
 DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1
@@ -122,6 +123,9 @@ class DecodeConfig:
     evidence: compute the K paths at every drafted position and record top-N distributions for
         display; when False, paths are computed only where the decision needs them (faster, the same
         decisions).
+    draft_quant, draft_vocab: the lean draft, properties of the loaded pair (DRAFT_QUANTS; the number of
+        frequent tokens its head scores): None runs whatever the pair holds, a value must match it; the trace
+        records the pair's (draft_vocab None there: the full vocabulary).
     """
 
     method: str = "dropmatch"
@@ -136,11 +140,15 @@ class DecodeConfig:
     evidence: bool = False
     top_n: int = 10
     knob: float | None = None
+    draft_quant: str | None = None
+    draft_vocab: int | None = None
 
     def __post_init__(self) -> None:
-        for name, allowed in (("method", METHODS), ("mode", MODES), ("criterion", CRITERION_NAMES)):
+        for name, allowed in (("method", METHODS), ("mode", MODES), ("criterion", CRITERION_NAMES),
+                              ("draft_quant", (None, *DRAFT_QUANTS))):  # fmt: skip
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+                names = ", ".join(str(a) for a in allowed if a is not None)
+                raise ValueError(f"{name} must be one of {names}; got {getattr(self, name)!r}")
         if self.method in RELAXED_METHODS and criterion_method(self.criterion) != self.method:
             family = DROPMATCH_CRITERIA if self.method == "dropmatch" else RELATIVE_CRITERIA
             raise ValueError(f"{self.criterion!r} is not a {self.method} criterion; use one of {', '.join(family)} "
@@ -155,6 +163,9 @@ class DecodeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+        vocab = self.draft_vocab
+        if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 1):
+            raise ValueError(f"draft_vocab must be a positive integer (or None for the full vocabulary); got {vocab!r}")
         bounded_float("p_drop", self.p_drop, 0.0, 1.0, hi_open=True)
         bounded_float("temperature", self.temperature, 0.0, MAX_TEMPERATURE)
 

@@ -12,6 +12,7 @@ import platform
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -109,6 +110,14 @@ class Decoder:
 
     def __init__(self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = "",
                  chat: bool = False):  # fmt: skip
+        drafting = config.method != "target"
+        for option in ("draft_quant", "draft_vocab"):
+            asked, held = getattr(config, option), getattr(pair, option)
+            if drafting and asked is not None and asked != held:
+                raise ValueError(f"the config asks for {option} {asked}, but the pair's draft has {held}; load "
+                                 f"the pair with {option}={asked!r}")  # fmt: skip
+        config = replace(config, draft_quant=pair.draft_quant if drafting else None,
+                         draft_vocab=pair.draft_vocab if drafting else None)  # the lean draft, as it ran
         self.pair, self.cfg = pair, config
         self.target = _Stage(pair.target, pair.vocab_size)
         self.draft = _Stage(pair.draft, pair.vocab_size) if config.method != "target" else None
@@ -145,6 +154,13 @@ class Decoder:
         return PathStats(logits=pad_vocab(logits, self.target.vocab).cpu(), draft=d[positions],
                          q_logprobs=q_logp[positions], temperature=cfg.temperature, generators=tuple(gens))  # fmt: skip
 
+    def _paths_are_the_head(self) -> bool:
+        """Greedy, OR mode, p_drop 0: every path is the unmasked head, whose top-1 is the exact test's argmax,
+        so no DropMatch rule can accept a token exact match rejects (JS needs q = p, which makes d the argmax;
+        every vote and every path's top-1 is the argmax): p_drop 0 costs nothing over lossless."""
+        cfg = self.cfg
+        return cfg.method == "dropmatch" and cfg.p_drop == 0 and cfg.temperature == 0 and cfg.mode == "or"
+
     def _relax(self, round_: int, d, h, z, q_logp, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
         """Per-position decisions with the rule (OR with lossless, or replacing it), and what each checked
         position showed ({position: Checked}).
@@ -159,6 +175,8 @@ class Decoder:
         accepts, found = list(lossless), {}
         if k == 0 or (rule is None and not cfg.evidence):
             return accepts, found
+        if rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head():
+            return accepts, found  # every DropMatch rule then accepts exactly what exact match accepts
         groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (cfg.mode == "or" and lossless[j])]
         for positions in groups:
             paths = None

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import torch
 
 from dropmatch import embedded
+from dropmatch.config import DRAFT_QUANTS
 from dropmatch.heads import TargetHead
+from dropmatch.quant import prune_head, quantize
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 DEFAULT_TARGET = embedded.EMBEDDED_ID
@@ -27,6 +29,8 @@ class ModelPair:
     target_id: str
     draft_id: str
     eos_ids: frozenset[int]
+    draft_quant: str = "none"  # the draft's weights: DRAFT_QUANTS
+    draft_vocab: int | None = None  # the draft head scores only this many frequent tokens; None: all
 
     @property
     def device(self) -> torch.device:
@@ -35,7 +39,8 @@ class ModelPair:
     @property
     def vocab_size(self) -> int:
         """Logit width shared by both models after padding the narrower one (extra ids get probability 0)."""
-        return max(self.target.get_output_embeddings().weight.shape[0], self.draft.get_output_embeddings().weight.shape[0])
+        heads = (self.target.get_output_embeddings(), self.draft.get_output_embeddings())
+        return max(getattr(h, "out_features", None) or h.weight.shape[0] for h in heads)
 
 
 def default_device() -> str:
@@ -94,10 +99,12 @@ def check_head(model: torch.nn.Module, name: str = "the model") -> None:
     embeddings = model.get_input_embeddings().weight
     x = x.to(embeddings.device if embeddings.device.type != "meta" else "cpu")
     own = model(input_ids=x, use_cache=False).logits.float()
-    ours = TargetHead.of(model)(model.get_decoder()(input_ids=x, use_cache=False).last_hidden_state)
+    ours = TargetHead.of(model)(model.get_decoder()(input_ids=x, use_cache=False).last_hidden_state).to(own.device)
     tolerance = 1e-4 if own.dtype == torch.float32 and model.dtype == torch.float32 else 1e-2
-    gap = float((ours.to(own.device) - own).abs().max()) / max(1.0, float(own.abs().max()))
-    if not gap <= tolerance:
+    scored = torch.isfinite(own)  # a pruned draft head leaves -inf outside its kept tokens
+    same_support = torch.equal(scored, torch.isfinite(ours))
+    gap = float((ours - own)[scored].abs().max()) / max(1.0, float(own[scored].abs().max()))
+    if not (same_support and gap <= tolerance):
         raise ValueError(
             f"{name} ({type(model).__name__}) post-processes its logits in a way this decoder does not reproduce "
             f"(relative gap {gap:.2g} between its own logits and body + head); it cannot be decoded exactly"
@@ -114,21 +121,33 @@ def load_pair(
     dtype: str = "bfloat16",
     device: str | None = None,
     device_map: str | None = None,
+    draft_quant: str = "none",
+    draft_vocab: int | None = None,
 ) -> ModelPair:
-    """Load a pair once per (ids, dtype, device). Raises ValueError for a bad id or mismatched tokenizers."""
+    """Load a pair once per (ids, dtype, device, lean-draft options). Raises ValueError for a bad id or
+    mismatched tokenizers. draft_quant "int8": the draft's linear layers in int8; draft_vocab N: the draft's
+    head scores only the N most frequent tokens (`dropmatch.quant`)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+    if draft_quant not in DRAFT_QUANTS:
+        raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {draft_quant!r}")
     if not target_id or not draft_id:
         raise ValueError("both a target and a draft model id are needed")
     with _LOADING:  # one load at a time: a start-up preload and a first request never load the pair twice
-        return _load_pair(target_id, draft_id, dtype, device or default_device(), device_map)
+        return _load_pair(target_id, draft_id, dtype, device or default_device(), device_map, draft_quant, draft_vocab)
 
 
 _LOADING = threading.Lock()
 
 
+@functools.lru_cache(maxsize=4)
+def _shared_model(path: str, dtype: str, device: str, device_map: str | None):
+    return _load_one(path, DTYPES[dtype], device, device_map)
+
+
 @functools.lru_cache(maxsize=2)
-def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_map: str | None) -> ModelPair:
+def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_map: str | None,
+               draft_quant: str, draft_vocab: int | None) -> ModelPair:  # fmt: skip
     from transformers import AutoTokenizer
 
     target_path, draft_path = _resolve(target_id, "target"), _resolve(draft_id, "draft")
@@ -142,17 +161,24 @@ def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_ma
             f"the target {target_id!r} and the draft {draft_id!r} use different tokenizers; speculative "
             "decoding here needs one vocabulary (the JS criterion compares distributions id by id)"
         )
-    target = _load_one(target_path, DTYPES[dtype], device, device_map)
-    draft = target if draft_path == target_path else _load_one(draft_path, DTYPES[dtype], device, device_map)
+    target = _shared_model(target_path, dtype, device, device_map)  # pairs that differ by the draft share it
+    if draft_quant == "none" and draft_vocab is None:
+        draft = _shared_model(draft_path, dtype, device, device_map)
+    else:  # a lean draft is changed in place: its own copy
+        draft = quantize(_load_one(draft_path, DTYPES[dtype], device, device_map), draft_quant)
+        if draft_vocab is not None:
+            prune_head(draft, tok_t, draft_vocab)
     check_head(target, f"the target {target_id!r}")
     if draft is not target:  # one model serving both roles is checked once
         check_head(draft, f"the draft {draft_id!r}")
-    return ModelPair(target, draft, tok_t, target_id, draft_id, end_token_ids(tok_t, target.generation_config))
+    return ModelPair(target, draft, tok_t, target_id, draft_id, end_token_ids(tok_t, target.generation_config),
+                     draft_quant, draft_vocab)  # fmt: skip
 
 
 def clear_cache() -> None:
     """Forget every loaded pair (its memory is freed once nothing else holds it)."""
     _load_pair.cache_clear()
+    _shared_model.cache_clear()
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool = False) -> list[int]:

@@ -44,6 +44,19 @@ def test_p_drop_zero_or_mode_equals_lossless(tiny_pair, prompt):
         assert {r.reason for r in dm.records} <= {"exact", "rejected", "skipped", "correction", "bonus"}
 
 
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_p_drop_zero_greedy_computes_no_paths(noisy_pair, prompt):
+    """The shortcut (no paths at p_drop 0, greedy, OR) decides what the computed paths decide (evidence mode)."""
+    lossless = generate(noisy_pair, prompt, cfg(method="lossless", max_new_tokens=48))
+    assert any(r.kind == "correction" for r in lossless.records)  # rejections happen: the paths would be asked
+    for criterion in ("js+majority", "naive", "majority"):
+        lazy = generate(noisy_pair, prompt, cfg(method="dropmatch", p_drop=0.0, criterion=criterion, max_new_tokens=48))
+        shown = generate(noisy_pair, prompt, cfg(method="dropmatch", p_drop=0.0, criterion=criterion, max_new_tokens=48,
+                                                 evidence=True))  # fmt: skip
+        assert lazy.token_ids == shown.token_ids == lossless.token_ids, criterion
+        assert sum(r.path_positions for r in lazy.rounds) == 0 < sum(r.path_positions for r in shown.rounds)
+
+
 def test_dropmatch_accepts_at_least_lossless_every_round(tiny_pair):
     trace = generate(tiny_pair, PROMPTS[0], cfg(method="dropmatch", p_drop=0.5, criterion="naive", evidence=True, max_new_tokens=48))
     relaxed = 0
@@ -186,16 +199,20 @@ def test_recorded_q_is_the_uncached_drafts_distribution_across_rounds(tiny_pair)
         emitted += [r.token_id for r in records if r.emitted]
 
 
-def test_lossless_sampling_draws_from_the_target_distribution():
+@pytest.mark.parametrize("draft_quant", ["none", "int8"])
+def test_lossless_sampling_draws_from_the_target_distribution(draft_quant):
     """Chi-square on the first emitted token over many seeds against the target's exact distribution, with a
-    draft far from the target (so a wrong acceptance test or residual would show)."""
+    draft far from the target (so a wrong acceptance test or residual would show); the same with the draft in
+    int8 (q is then the quantised draft's distribution, the one it sampled from)."""
     from tiny_pair import byte_tokenizer, tiny_models
+
+    from dropmatch.quant import quantize
 
     tok = byte_tokenizer()
     # noise 0.1: the draft overlaps the target enough that a wrong residual shows, and differs enough that
     # accepting every draft would show (expected chi-square about 66 and 1460 over 1000 runs, against 20.5)
     target, draft = tiny_models(len(tok), noise=0.1, initializer_range=0.3)
-    pair = ModelPair(target, draft, tok, "t", "d", frozenset())
+    pair = ModelPair(target, quantize(draft, draft_quant), tok, "t", "d", frozenset(), draft_quant)
     prompt, T, runs = PROMPTS[0], 0.7, 1000
     with torch.inference_mode():
         p = torch.softmax(target(torch.tensor([encode_prompt(tok, prompt)])).logits[0, -1] / T, -1)

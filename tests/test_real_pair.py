@@ -42,6 +42,18 @@ def test_lossless_greedy_equals_target_greedy_real_pair(real_pair_f32, prompt, c
     assert metrics.compute(lossless)["tau"] > 1.5  # the pair really speculates
 
 
+def test_lossless_with_the_int8_draft_equals_target_greedy_real_pair(real_pair_f32):
+    from dropmatch import models
+
+    lean = models.load_pair(dtype="float32", device="cpu", draft_quant="int8")  # the same target, an int8 draft
+    assert lean.target is real_pair_f32.target and lean.draft is not real_pair_f32.draft
+    prompt, chat = PROMPTS[0]
+    target = generate(real_pair_f32, prompt, DecodeConfig(method="target", max_new_tokens=N), chat=chat)
+    lossless = generate(lean, prompt, DecodeConfig(method="lossless", max_new_tokens=N), chat=chat)
+    assert lossless.token_ids == target.token_ids and lossless.config["draft_quant"] == "int8"
+    assert metrics.compute(lossless)["tau"] > 1.5  # the int8 draft still speculates
+
+
 @pytest.mark.parametrize("prompt, chat", PROMPTS[:2])
 def test_p_drop_zero_equals_lossless_real_pair(real_pair_f32, prompt, chat):
     lossless = generate(real_pair_f32, prompt, DecodeConfig(method="lossless", max_new_tokens=N), chat=chat)

@@ -9,7 +9,7 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import LIMITS, MAX_TEMPERATURE, MODES, criterion_method
+from dropmatch.config import DRAFT_QUANTS, LIMITS, MAX_TEMPERATURE, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
     APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, PAIR_INFO, ROOT,
@@ -53,6 +53,10 @@ def _settings() -> dict:
                                         label="max new tokens", elem_id="max-new-tokens")  # fmt: skip
         c["seed"] = gr.Number(value=DEFAULTS["seed"], precision=0, minimum=LIMITS["seed"][0],
                               maximum=LIMITS["seed"][1], label="seed")  # fmt: skip
+    with gr.Accordion("Engine", open=False):
+        c["draft_quant"] = gr.Radio(list(DRAFT_QUANTS), value=DEFAULTS["draft_quant"], label="draft weights",
+                                    info="int8: the draft's linear layers in int8 (faster on a CPU; the target still "
+                                         "verifies every token, so lossless stays exact)")  # fmt: skip
     return c
 
 
@@ -182,10 +186,12 @@ def finished(v: Parts, traces: dict, note: str) -> dict:
             v["step_run"]: first, v["recolour"]: compare.OWN}  # fmt: skip
 
 
-def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None):
+def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None,
+        draft_quant=DEFAULTS["draft_quant"]):  # fmt: skip
     """The chosen rule (DropMatch or a relative) and lossless on the same prompt, draft and seed, streamed side by
     side round by round."""
-    prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob)
+    prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob,
+                                 draft_quant)  # fmt: skip
     yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
     clock, traces = time.perf_counter(), {}
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
@@ -282,7 +288,8 @@ def restored(v: Parts, traces: dict) -> dict:
     if trace is None:
         return run_labels(v, traces or {})
     cfg = trace.config
-    settings = {name: cfg[name] for name in runs.SETTINGS if name in cfg}
+    # a trace recorded before the engine options says nothing of its draft: that control stays as it is
+    settings = {name: cfg[name] for name in runs.SETTINGS if name in cfg and (name != "draft_quant" or cfg[name])}
     return {**run_labels(v, traces), **updates(v, {"prompt": trace.prompt, "chat": trace.chat, **settings})}
 
 

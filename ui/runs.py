@@ -18,7 +18,7 @@ from viz.summary import RUNS, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
 # The decoding settings, in the order the controls, /run and /trace take them (after prompt, chat, pair).
-SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob")
+SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob", "draft_quant")
 
 
 def validate(prompt, *settings) -> tuple[str, dict[str, DecodeConfig]]:
@@ -44,7 +44,7 @@ def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
 @gpu
 def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
     """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace)."""
-    models = model_pair(pair or default_pair())
+    models = model_pair(pair or default_pair(), next(iter(cfgs.values())).draft_quant)
     with user_errors():
         streams = {name: stream(models, prompt, cfg, bool(chat)) for name, cfg in cfgs.items()}
     yield from interleave(streams)
@@ -54,11 +54,12 @@ def trace_api(
     prompt: str, chat: bool = False, pair: str | None = None, gamma: int = DEFAULTS["gamma"], K: int = DEFAULTS["K"],
     p_drop: float = DEFAULTS["p_drop"], criterion: str = DEFAULTS["criterion"], mode: str = DEFAULTS["mode"],
     temperature: float = DEFAULTS["temperature"], max_new_tokens: int = DEFAULTS["max_new_tokens"],
-    seed: int = DEFAULTS["seed"], knob: float | None = None,
+    seed: int = DEFAULTS["seed"], knob: float | None = None, draft_quant: str = DEFAULTS["draft_quant"],
 ) -> dict:  # fmt: skip
     """Decode with the chosen rule (DropMatch, or a relative at `knob`) and lossless; return both full traces,
     their metrics and their comparison."""
-    prompt, cfgs = validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob)
+    prompt, cfgs = validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob,
+                            draft_quant)  # fmt: skip
     traces = dict(rounds(pair, prompt, cfgs, chat))
     out: dict = {name: t.to_dict() for name, t in traces.items()}
     out["metrics"] = {name: compute(t) for name, t in traces.items()}

@@ -1,5 +1,6 @@
 """`bench`: target-only, lossless, a relaxed method (DropMatch or a relative) and transformers' assisted
-generation, interleaved on one prompt set.
+generation, interleaved on one prompt set; with a lean pair (the same target, a quantised draft), lossless and
+the relaxed method once more on it, so the lean draft's speed and acceptance sit beside the stock draft's.
 
 Timings on shared machines are noisy, so every method runs on every prompt in one process, in a
 rotating order, and speedups are ratios measured side by side (Spec-Bench: mean tokens/s of a method
@@ -52,28 +53,51 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
             "token_ids": out[0, len(prompt_ids):].tolist(), "overhead_share": 0.0}
 
 
-def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: int, max_new_tokens: int) -> pd.DataFrame:
-    """One row per (prompt, method): each of `configs` ({method: config}) and assisted generation; methods
-    rotate their order from prompt to prompt."""
+def lean_label(pair: ModelPair) -> str:
+    """A lean draft's options in a method name: "int8", "v32768", "int8+v32768"."""
+    parts = [pair.draft_quant] * (pair.draft_quant != "none") + [f"v{pair.draft_vocab}"] * bool(pair.draft_vocab)
+    return "+".join(parts) or "stock"
+
+
+def shares(trace) -> dict[str, float]:
+    """Where a run's round time went: drafting, the target's verify forward, and paths + criteria."""
+    total = sum(r.t_total for r in trace.rounds) or float("nan")
+    return {"draft_share": sum(r.t_draft for r in trace.rounds) / total,
+            "target_share": sum(r.t_target for r in trace.rounds) / total}  # fmt: skip
+
+
+def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: int, max_new_tokens: int,
+              lean: ModelPair | None = None) -> pd.DataFrame:  # fmt: skip
+    """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on `lean`, each of them
+    but target-only (named "lossless+int8", "lossless+int8+v32768", ...); assisted generation with `pair`'s draft. Methods rotate their
+    order from prompt to prompt."""
+    runs = {m: (pair, c) for m, c in configs.items()}
+    if lean is not None:
+        runs |= {f"{m}+{lean_label(lean)}": (lean, c) for m, c in configs.items() if c.method != "target"}
     # Warm-up: first calls pay for allocation and kernel selection.
     relaxed = next((c for c in configs.values() if c.method in RELAXED_METHODS), next(iter(configs.values())))
-    generate(pair, "Hello", dataclasses.replace(relaxed, max_new_tokens=4))
+    for warm in {id(p): p for p, _ in runs.values()}.values():
+        generate(warm, "Hello", dataclasses.replace(relaxed, max_new_tokens=4))
     rows = []
-    order = [*configs, ASSISTED]
+    order = [*runs, ASSISTED]
     for i, item in enumerate(tqdm(prompts, desc="bench")):
         chat = item.chat
         ids = encode_prompt(pair.tokenizer, item.prompt, chat)
         outputs = {}
         for method in order[i % len(order):] + order[: i % len(order)]:
+            cpu = time.process_time()
             if method == ASSISTED:
                 m = assisted_run(pair, ids, gamma, max_new_tokens)
                 outputs[method] = m.pop("token_ids")
             else:
-                trace = generate(pair, item.prompt, configs[method], chat=chat)
-                m = metrics.compute(trace)
+                run_pair, config = runs[method]
+                trace = generate(run_pair, item.prompt, config, chat=chat)
+                m = metrics.compute(trace) | shares(trace)
                 outputs[method] = trace.token_ids
+            cpu = time.process_time() - cpu  # beside wall clock: the CPU time is less sensitive to a shared machine
             rows.append({"prompt": item.id, "category": item.category, "method": method, **{
-                k: m[k] for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share")}})
+                k: m.get(k) for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share",
+                                      "draft_share", "target_share")}, "tokens_per_cpu_s": m["n_tokens"] / cpu})  # fmt: skip
         for row in rows[-len(order):]:
             row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs["lossless"])[1]
     return pd.DataFrame(rows)
@@ -87,9 +111,15 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         "tau": g.apply(lambda rows: metrics.pooled_tau(rows["n_tokens"], rows["forwards"])),
         "acceptance_rate": g["acceptance_rate"].mean(),
         "tokens_per_s": g["tokens_per_s"].mean(),
+        "tokens_per_cpu_s": g["tokens_per_cpu_s"].mean(),
         "equal_to_lossless": g["equal_to_lossless"].mean(),
         "overhead_share": g["overhead_share"].mean(),
+        "draft_share": g["draft_share"].mean(),
+        "target_share": g["target_share"].mean(),
     }).reindex(list(df["method"].unique()))
     out.insert(3, "speedup_vs_target", out["tokens_per_s"] / out.loc["target", "tokens_per_s"])
     out.insert(4, "speedup_vs_lossless", out["tokens_per_s"] / out.loc["lossless", "tokens_per_s"])
+    out.insert(5, "speedup_vs_assisted", out["tokens_per_s"] / out.loc[ASSISTED, "tokens_per_s"])
+    for base in ("lossless", ASSISTED):  # the same ratios in CPU time
+        out[f"cpu_speedup_vs_{base}"] = out["tokens_per_cpu_s"] / out.loc[base, "tokens_per_cpu_s"]
     return out

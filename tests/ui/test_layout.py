@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import gradio as gr
@@ -24,7 +25,12 @@ def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view)
     out = {names[c]: value for c, value in explore.restored(view, traces).items()}
     trace = traces["DropMatch"]
     assert out["prompt"] == trace.prompt and out["chat"] is trace.chat is False
-    assert {k: out[k] for k in runs.SETTINGS} == {k: trace.config[k] for k in runs.SETTINGS}
+    shown = [k for k in runs.SETTINGS if k != "draft_quant"]
+    assert {k: out[k] for k in shown} == {k: trace.config[k] for k in shown}
+    assert trace.config["draft_quant"] is None and "draft_quant" not in out  # recorded before the option: kept as is
+    lean = copy.deepcopy(traces)
+    lean["DropMatch"].config["draft_quant"] = "int8"
+    assert {names[c]: value for c, value in explore.restored(view, lean).items()}["draft_quant"] == "int8"
     assert "DropMatch output" in out["DropMatch"].label and out["plain_lossless"].value == traces["lossless"].text
     hovers = json.loads(out["hovers"].split("data-hovers='")[1].split("'>")[0].replace("&quot;", '"'))
     assert len(hovers["out-dropmatch"]) == len(trace.token_ids) + 1  # every token, and the divergence marker

@@ -1,0 +1,118 @@
+"""A lean draft: weight-only int8 for every linear layer of the draft model, and a pruned draft head (the
+target stays exact).
+
+Per-output-channel symmetric scales (w ≈ scale[o] · q[o, i], q in [-127, 127]) and torch's int8 weight-only
+matmul (`torch._weight_int8pack_mm`, CPU and CUDA), which reads a quarter of the float32 bytes and half of
+bf16's. It pays where the activations are bf16 (about 2x per matmul on this project's CPU); in float32 the
+kernel is slower than dense, so use it with a bf16 pair.
+
+Speculative decoding stays lossless with any draft: the target verifies every token, and q, the distribution
+the tests read, is the one the quantised draft produced. The draft's acceptance can change (its argmax can move
+at near-ties); `python -m dropmatch bench --draft-quant int8` measures by how much.
+
+The pruned head (the idea of FR-Spec, Zhao et al., arXiv 2502.14856) scores only the N most frequent tokens;
+the rest get probability 0 in q, so the draft never proposes them and the target's correction supplies them.
+FR-Spec counts frequencies on a corpus; with no corpus at hand, the kept set here is the N lowest ids of a
+byte-level BPE vocabulary, whose ids follow merge order (a merge learnt earlier was more frequent in the
+tokenizer's training corpus), plus every special token (end tokens must stay reachable).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from dropmatch.config import DRAFT_QUANTS
+
+
+
+class Int8Linear(nn.Module):
+    """A linear layer with int8 weights [out, in] and per-output-channel scales [out] (in the activations' dtype)."""
+
+    def __init__(self, weight: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None = None):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("scales", scales)
+        self.register_buffer("bias", bias)
+        self.out_features, self.in_features = weight.shape
+
+    @classmethod
+    def of(cls, linear: nn.Linear) -> "Int8Linear":
+        """`linear` quantised: symmetric, per output channel (w ≈ scale[o] · q[o, i], q in [-127, 127])."""
+        w = linear.weight.detach().float()
+        scale = w.abs().amax(dim=1).clamp_min(1e-12) / 127.0  # [out]
+        q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
+        bias = None if linear.bias is None else linear.bias.detach().clone()
+        return cls(q, scale.to(linear.weight.dtype), bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scales.dtype).contiguous()  # [n, in]
+        y = torch._weight_int8pack_mm(flat, self.weight, self.scales).reshape(*x.shape[:-1], self.out_features)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8 weights"
+
+
+def quantize_int8(model: nn.Module) -> int:
+    """Replace every nn.Linear of `model` (its LM head included) by an Int8Linear, in place; the count replaced.
+    A head tied to the input embeddings is untied: the embeddings keep their own weights."""
+    swaps = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
+             if isinstance(child, nn.Linear)]  # fmt: skip
+    for parent, name, child in swaps:
+        setattr(parent, name, Int8Linear.of(child))
+    return len(swaps)
+
+
+def quantize(model: nn.Module, kind: str) -> nn.Module:
+    """The model with its draft quantisation `kind` (one of DRAFT_QUANTS) applied in place."""
+    if kind not in DRAFT_QUANTS:
+        raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {kind!r}")
+    if kind == "int8":
+        quantize_int8(model)
+    return model
+
+
+def frequent_ids(tokenizer, n: int) -> torch.Tensor:
+    """The kept set of a pruned head: ids 0..n-1 (BPE merge order, the most frequent first) and every special
+    token, sorted.  # [N]"""
+    special = [i for i in tokenizer.added_tokens_decoder if i >= n]
+    return torch.tensor(sorted(set(range(n)) | set(special)), dtype=torch.long)
+
+
+class PrunedHead(nn.Module):
+    """An LM head that scores only the `kept` rows of `head` (nn.Linear or Int8Linear); every other logit is -inf."""
+
+    def __init__(self, head: nn.Module, kept: torch.Tensor):
+        super().__init__()
+        kept = kept.to(head.weight.device)
+        bias = None if head.bias is None else head.bias.detach()[kept].clone()
+        if isinstance(head, Int8Linear):
+            self.sub = Int8Linear(head.weight[kept].clone(), head.scales[kept].clone(), bias)
+        else:
+            self.sub = nn.Linear(head.in_features, len(kept), bias=bias is not None, device=head.weight.device,
+                                 dtype=head.weight.dtype)  # fmt: skip
+            with torch.no_grad():
+                self.sub.weight.copy_(head.weight.detach()[kept])
+                if bias is not None:
+                    self.sub.bias.copy_(bias)
+        self.register_buffer("kept", kept)
+        self.in_features, self.out_features = head.in_features, head.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.sub(x)  # [..., N]
+        out = z.new_full((*z.shape[:-1], self.out_features), float("-inf"))
+        out[..., self.kept] = z
+        return out
+
+    def extra_repr(self) -> str:
+        return f"scores {len(self.kept)} of {self.out_features} tokens"
+
+
+def prune_head(model: nn.Module, tokenizer, n: int) -> nn.Module:
+    """The model with its LM head scoring only `frequent_ids(tokenizer, n)`, in place."""
+    head = model.get_output_embeddings()
+    if not 1 <= n < head.out_features:
+        raise ValueError(f"the draft vocabulary must be an integer in [1, {head.out_features - 1}]; got {n!r}")
+    model.set_output_embeddings(PrunedHead(head, frequent_ids(tokenizer, n)))
+    return model

@@ -1,0 +1,119 @@
+"""The lean draft: int8 weight-only layers, and speculative decoding with them staying lossless."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from dropmatch.config import DecodeConfig
+from dropmatch.decode import generate
+from dropmatch.models import ModelPair
+from dropmatch.quant import Int8Linear, quantize, quantize_int8
+
+PROMPTS = ["def add(a, b):", "The quick brown fox"]
+
+
+def test_int8_linear_is_exact_on_weights_its_grid_holds():
+    scale = torch.tensor([0.5, 0.25, 2.0])
+    q = torch.tensor([[127, -3, 0, 64], [-127, 1, 2, 3], [5, -5, 127, -1]])
+    linear = nn.Linear(4, 3, bias=True)
+    with torch.no_grad():
+        linear.weight.copy_(q * scale[:, None])  # every row's largest |w| is 127 steps: the grid is exact
+        linear.bias.copy_(torch.tensor([1.0, -1.0, 0.5]))
+    lean = Int8Linear.of(linear)
+    assert lean.weight.dtype == torch.int8 and torch.equal(lean.weight, q.to(torch.int8))
+    x = torch.randn(2, 5, 4)
+    assert torch.allclose(lean(x), linear(x), atol=1e-5)
+
+
+def test_int8_linear_error_is_bounded_by_half_a_step():
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 32, bias=False)
+    lean = Int8Linear.of(linear)
+    step = linear.weight.abs().amax(1) / 127  # [out]
+    restored = lean.weight.float() * lean.scales[:, None]
+    assert ((restored - linear.weight).abs() <= step[:, None] / 2 + 1e-7).all()
+
+
+def test_quantize_replaces_every_linear_and_refuses_an_unknown_kind(tiny_pair):
+    from tiny_pair import tiny_models
+
+    _, draft = tiny_models(len(tiny_pair.tokenizer))
+    linears = sum(isinstance(m, nn.Linear) for m in draft.modules())
+    assert quantize_int8(draft) == linears > 0
+    assert not any(isinstance(m, nn.Linear) for m in draft.modules())
+    assert draft.get_output_embeddings().weight.dtype == torch.int8
+    with pytest.raises(ValueError, match="draft quantisation must be one of none, int8"):
+        quantize(draft, "int4")
+
+
+@pytest.fixture(scope="module")
+def lean_pair(tiny_pair):
+    """The tiny pair with an int8 copy of its draft (the target untouched)."""
+    from tiny_pair import tiny_models
+
+    target, draft = tiny_models(len(tiny_pair.tokenizer))
+    return ModelPair(target, quantize(draft, "int8"), tiny_pair.tokenizer, "t", "d", frozenset(), "int8")
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_lossless_with_the_int8_draft_equals_target_greedy(lean_pair, prompt):
+    target = generate(lean_pair, prompt, DecodeConfig(method="target", max_new_tokens=24))
+    lossless = generate(lean_pair, prompt, DecodeConfig(method="lossless", max_new_tokens=24))
+    assert lossless.token_ids == target.token_ids
+    assert lossless.config["draft_quant"] == "int8" and target.config["draft_quant"] is None  # recorded
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_p_drop_zero_equals_lossless_with_the_int8_draft(lean_pair, prompt):
+    lossless = generate(lean_pair, prompt, DecodeConfig(method="lossless", max_new_tokens=24))
+    dm = generate(lean_pair, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, max_new_tokens=24))
+    assert dm.token_ids == lossless.token_ids
+
+
+def test_a_config_asking_for_another_draft_is_refused(lean_pair, tiny_pair):
+    with pytest.raises(ValueError, match="asks for draft_quant int8, but the pair's draft has none; load the pair with draft_quant='int8'"):
+        generate(tiny_pair, PROMPTS[0], DecodeConfig(method="lossless", draft_quant="int8"))
+    with pytest.raises(ValueError, match="draft_quant must be one of"):
+        DecodeConfig(draft_quant="int3")
+    assert generate(lean_pair, PROMPTS[0], DecodeConfig(method="lossless", draft_quant="int8", max_new_tokens=4))
+
+
+def test_a_pruned_head_scores_only_the_kept_tokens(tiny_pair):
+    from tiny_pair import tiny_models
+
+    from dropmatch.quant import PrunedHead, frequent_ids
+
+    tok = tiny_pair.tokenizer
+    kept = frequent_ids(tok, 40)
+    assert kept[:40].tolist() == list(range(40)) and set(tok.added_tokens_decoder) <= set(kept.tolist())
+    for quant in ("none", "int8"):
+        _, draft = tiny_models(len(tok))
+        full = quantize(draft, quant).get_output_embeddings()
+        pruned = PrunedHead(full, kept)
+        h = torch.randn(3, full.in_features)
+        z, zp = full(h), pruned(h)
+        assert torch.equal(zp[:, kept], z[:, kept])  # the kept logits are the head's own
+        outside = torch.ones(z.shape[-1], dtype=torch.bool)
+        outside[kept] = False
+        assert torch.isneginf(zp[:, outside]).all()  # probability 0 in q
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_lossless_with_a_pruned_int8_draft_equals_target_greedy(tiny_pair, prompt):
+    from tiny_pair import tiny_models
+
+    from dropmatch.quant import frequent_ids, prune_head
+
+    target, draft = tiny_models(len(tiny_pair.tokenizer))
+    lean = prune_head(quantize(draft, "int8"), tiny_pair.tokenizer, 30)
+    pair = ModelPair(target, lean, tiny_pair.tokenizer, "t", "d", frozenset(), "int8", 30)
+    want = generate(pair, prompt, DecodeConfig(method="target", max_new_tokens=24)).token_ids
+    trace = generate(pair, prompt, DecodeConfig(method="lossless", max_new_tokens=24, evidence=True))
+    assert trace.token_ids == want and trace.config["draft_vocab"] == 30
+    drafted = [r.token_id for r in trace.records if r.kind == "draft"]
+    kept = set(frequent_ids(tiny_pair.tokenizer, 30).tolist())
+    assert drafted and set(drafted) <= kept  # the draft never proposes a pruned token
+    with pytest.raises(ValueError, match=r"draft vocabulary must be an integer in \[1, "):
+        prune_head(tiny_models(len(tiny_pair.tokenizer))[1], tiny_pair.tokenizer, 10**9)
