@@ -72,7 +72,8 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", default="bfloat16", choices=list(DTYPES))
-    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS, help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
+    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS,
+                   help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
     p.add_argument("--draft-vocab", type=_positive, default=None,
                    help="the draft's head scores only the N most frequent tokens (default: all)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
@@ -139,6 +140,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
               "target's verify forward, over round time; +int8: the same method with the int8 draft")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps({"config": vars(args) | {"func": None},
+                                               "environment": _environment(args),
                                                "summary": table.reset_index().to_dict(orient="records"),
                                                "rows": df.to_dict(orient="records")}, indent=1, default=str))  # fmt: skip
     return 0
@@ -166,8 +168,22 @@ def _environment(args) -> dict:
             "threads": torch.get_num_threads(), "cpus": usable, "nice": os.nice(0)}  # fmt: skip
 
 
+def _ray_backend():
+    """dropmatch.lab.distributed, imported only for --backend ray: the app and the core never need Ray."""
+    try:
+        from dropmatch.lab import distributed
+    except ModuleNotFoundError as err:
+        if (err.name or "").partition(".")[0] != "ray":
+            raise
+        raise ValueError("--backend ray needs Ray: pip install -r requirements-lab.txt") from None
+    return distributed
+
+
 def _cmd_sweep(args) -> int:
     """Validate everything, load the pair only if cells are pending, run them, write table and figures."""
+    if args.backend != "ray" and (args.actors is not None or args.ray_address is not None):
+        raise ValueError("--actors and --ray-address need --backend ray")
+    distributed = _ray_backend() if args.backend == "ray" else None
     torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))  # never more threads than usable CPUs
     items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
     grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
@@ -180,19 +196,33 @@ def _cmd_sweep(args) -> int:
     lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab}
     run |= {k: v for k, v in lean.items() if v not in ("none", None)}  # only when set: older sweeps still resume
     design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods, "rules": rules,
-              "environment": _environment(args)}  # fmt: skip
+              "environment": _environment(args) | {"backend": args.backend}}  # fmt: skip
+    if distributed is not None:
+        design["environment"] |= {"actors": args.actors or 1, "threads_per_actor": args.threads}
     sweep.check_manifest(args.out, suite, run, design)
     todo = sweep.pending(args.out, suite, items, settings)
     print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")
-    if todo:
+    if todo and distributed is not None:
+        make = distributed.PairRunnerFactory(args.target, args.draft, args.dtype, args.device, args.draft_quant,
+                                             args.draft_vocab, args.max_new_tokens, args.seed, args.timeout,
+                                             warmup=items[0])  # fmt: skip
+        distributed.run_ray_sweep(items, settings, args.out, suite, run, make, args.actors or 1, args.threads,
+                                  args.device, args.ray_address)  # fmt: skip
+    elif todo:
         pair = load_pair(args.target, args.draft, args.dtype, args.device, draft_quant=args.draft_quant,
                          draft_vocab=args.draft_vocab)  # fmt: skip
         sweep.make_runner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
         runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout)
         sweep.run_sweep(items, settings, args.out, suite, run, runner)
-    df = report.write_outputs(args.out)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(report.summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
+    failed = len(sweep.pending(args.out, suite, items, settings)) if todo and distributed is not None else 0
+    if failed < len(items) * len(settings):  # only Ray records a failing cell and goes on; serial stops at it
+        df = report.write_outputs(args.out)
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(report.summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
+    if failed:
+        print(f"{failed} of {len(todo)} cells failed (their errors: {Path(args.out) / distributed.FAILED}); "
+              "a rerun retries them", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 
@@ -315,7 +345,8 @@ def _add_sweep(sub) -> None:
     p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
     p.add_argument("--max-new-tokens", type=_positive, default=64)
     p.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
-    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS, help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
+    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS,
+                   help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
     p.add_argument("--draft-vocab", type=_positive, default=None,
                    help="the draft's head scores only the N most frequent tokens (default: all)")
     p.add_argument("--target", default=DEFAULT_TARGET)
@@ -323,8 +354,16 @@ def _add_sweep(sub) -> None:
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
-    p.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
+    p.add_argument("--threads", type=_positive, default=2,
+                   help="torch CPU threads (at most the usable CPUs; with --backend ray: per actor)")
     p.add_argument("--out", required=True, help="sweep directory (created; reruns resume it)")
+    p.add_argument("--backend", choices=("serial", "ray"), default="serial",
+                   help="serial: cells one after another in this process (default); ray: on Ray actors, each holding "
+                   "the pair (pip install -r requirements-lab.txt)")  # fmt: skip
+    p.add_argument("--actors", type=_positive, default=None,
+                   help="with --backend ray: actors, each one GPU (where the cluster has GPUs) or one CPU (default 1)")
+    p.add_argument("--ray-address", default=None,
+                   help="with --backend ray: 'auto' joins the cluster of `ray start` (default: start a local Ray)")
     p.set_defaults(func=_cmd_sweep)
     r = sub.add_parser("report", help="turn a sweep directory into one self-contained HTML report")
     r.add_argument("--from", dest="source", required=True, help="a sweep directory")

@@ -73,7 +73,8 @@ def test_p_drop_zero_equals_lossless_with_the_int8_draft(lean_pair, prompt):
 
 
 def test_a_config_asking_for_another_draft_is_refused(lean_pair, tiny_pair):
-    with pytest.raises(ValueError, match="asks for draft_quant int8, but the pair's draft has none; load the pair with draft_quant='int8'"):
+    asked = "asks for draft_quant int8, but the pair's draft has none; load the pair with draft_quant='int8'"
+    with pytest.raises(ValueError, match=asked):
         generate(tiny_pair, PROMPTS[0], DecodeConfig(method="lossless", draft_quant="int8"))
     with pytest.raises(ValueError, match="draft_quant must be one of"):
         DecodeConfig(draft_quant="int3")

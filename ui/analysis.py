@@ -215,7 +215,8 @@ def layout() -> Parts:
     gr.Markdown("Sweeps over prompt suites: DropMatch at each setting against lossless on the same prompt and γ, "
                 f"one factor at a time around the paper's setting (γ {PAPER_SETTING['gamma']}, K {PAPER_SETTING['K']}, "
                 f"p_drop {PAPER_SETTING['p_drop']}, {PAPER_SETTING['criterion']}), and DropMatch beside its relatives "
-                "(three knobs each on mini-Spec-Bench; on HumanEval each at the knob matching DropMatch's τ there). The command line runs any size: `python -m dropmatch sweep`, then "
+                "(three knobs each on mini-Spec-Bench; on HumanEval each at the knob matching DropMatch's τ "
+                "there). The command line runs any size: `python -m dropmatch sweep`, then "
                 "`python -m dropmatch report`.")  # fmt: skip
     a = {"suite": gr.Radio(choices, value=choice, label="Recorded sweep", elem_id="lab-suite"),
          "source": gr.State([str(folder), suite] if choice else None)}  # fmt: skip

@@ -16,7 +16,8 @@ import gradio as gr
 from huggingface_hub import constants, try_to_load_from_cache
 
 from dropmatch.config import (
-    CRITERION_NAMES, DRAFT_QUANTS, KNOBS, LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float, bounded_int,
+    CRITERION_NAMES, DRAFT_QUANTS, KNOBS, LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float,
+    bounded_int,
     criterion_method,
 )  # fmt: skip
 from dropmatch import embedded

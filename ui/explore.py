@@ -148,9 +148,13 @@ def tabs(above: dict) -> Parts:
     return parts(t)
 
 
+MAP_EVERY_S = 2.0  # while a run streams, the accept / reject maps are redrawn at most this often
+
+
 # ---- handlers: each returns {component: value} for what it changes ------------------------------
-def views(v: Parts, traces: dict, note: str, live: bool = False) -> dict:
-    """Both coloured texts, both accept/reject maps, the metrics table and figure, the status, the state.
+def views(v: Parts, traces: dict, note: str, live: bool = False, maps: bool = True) -> dict:
+    """Both coloured texts, both accept/reject maps (unless `maps` is False), the metrics table and figure, the
+    status, the state.
 
     While a run streams (`live`), the metrics table and figure wait for the end: each round stays cheap.
     """
@@ -158,7 +162,8 @@ def views(v: Parts, traces: dict, note: str, live: bool = False) -> dict:
     out = {"status": note, "traces": traces}
     for n in RUNS:
         out[n] = viz.spans(traces[n], cut)[0] if traces.get(n) else []
-        out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{names[n]}: accept / reject per round")
+        if maps:
+            out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{names[n]}: accept / reject per round")
     if not live:
         out["table"] = viz.metrics_frame({names[n]: traces.get(n) for n in RUNS})
         out["acceptance"] = viz.acceptance_figure(traces)
@@ -193,10 +198,13 @@ def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, tempera
     prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob,
                                  draft_quant)  # fmt: skip
     yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
-    clock, traces = time.perf_counter(), {}
+    clock, traces, drawn = time.perf_counter(), {}, float("-inf")
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
         traces[name] = trace
-        yield views(v, traces, status_line(traces, "Running", time.perf_counter() - clock), live=True)
+        now = time.perf_counter()
+        maps = now - drawn >= MAP_EVERY_S  # the texts every round; the two maps (plotly, costly to draw) less often
+        drawn = now if maps else drawn
+        yield views(v, traces, status_line(traces, "Running", now - clock), live=True, maps=maps)
     yield finished(v, traces, status_line(traces, "Done", time.perf_counter() - clock))
 
 
@@ -265,7 +273,8 @@ def relaxed_label(v: Parts, criterion: str) -> dict:
 
 def run_labels(v: Parts, traces: dict) -> dict:
     """Both outputs' labels (and the step-through's run choice) name the runs shown (after a run, or traces opened
-    from a file); their plain texts; each token's hover line (why its colour, q, p, rank), as data for the page's script."""
+    from a file); their plain texts; each token's hover line (why its colour, q, p, rank), as data for the page's
+    script."""
     out, hovers, cut, names = {}, {}, divergence(traces), run_names(traces)
     for n in RUNS:
         trace, name = traces.get(n), names[n]

@@ -176,24 +176,40 @@ def pending(out_dir, suite: str, items: list[SuiteItem], settings: list[Setting]
     return [(item, s) for item in items for s in settings if s.key(suite, item.id) not in done]
 
 
+def open_log(out_dir: str | Path) -> Path:
+    """The append log of a sweep directory (created), a line cut short by an interruption closed, so the next
+    row stands alone."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / CELLS
+    if log.exists() and log.stat().st_size and not log.read_bytes().endswith(b"\n"):
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("\n")
+    return log
+
+
+def cell_row(suite: str, item: SuiteItem, setting: Setting, run: dict, metrics: dict) -> dict:
+    """One log row: the cell's key and identity, its setting, the run-wide settings, then the runner's metrics."""
+    row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "category": item.category}
+    return row | asdict(setting) | run | metrics
+
+
+def append_row(fh, row: dict) -> None:
+    """Write one row as one JSON line and flush it, so an interruption loses at most the cell in progress."""
+    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    fh.flush()
+
+
 def iter_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell with `runner(item, setting) -> metrics row`, appending each row as it finishes.
 
     Yields (finished cells, all cells, the row just written) after each cell, so a caller can show progress.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    todo, total = pending(out, suite, items, settings), len(items) * len(settings)
-    log = out / CELLS
-    if log.exists() and log.stat().st_size and not log.read_bytes().endswith(b"\n"):
-        with log.open("a", encoding="utf-8") as fh:  # close a line cut short, so the next row stands alone
-            fh.write("\n")
-    with log.open("a", encoding="utf-8") as fh:
+    todo, total = pending(out_dir, suite, items, settings), len(items) * len(settings)
+    with open_log(out_dir).open("a", encoding="utf-8") as fh:
         for done, (item, setting) in enumerate(todo, total - len(todo) + 1):
-            row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "category": item.category}
-            row |= asdict(setting) | run | runner(item, setting)
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush()
+            row = cell_row(suite, item, setting, run, runner(item, setting))
+            append_row(fh, row)
             yield done, total, row
 
 

@@ -269,9 +269,11 @@ def test_a_relative_runs_on_the_relaxed_side_at_its_knob(client, view):
     assert relaxed.config["method"] == "relative" and relaxed.config["knob"] == 3
     assert {r.reason for r in relaxed.records if r.kind == "draft" and r.accepted} <= {"exact", "top-k"}
     shown = by_name(view, explore.finished(view, traces, "Done"))  # named for the rule it ran, everywhere
-    assert shown["table"].columns[1] == "top-k, k 3" and shown["map_DropMatch"].layout.title.text.startswith("top-k, k 3")
+    assert shown["table"].columns[1] == "top-k, k 3"
+    assert shown["map_DropMatch"].layout.title.text.startswith("top-k, k 3")
     labels = by_name(view, explore.run_labels(view, traces))
-    assert labels["step_run"].choices[0] == ("top-k, k 3", "DropMatch") and labels["DropMatch"].label.startswith("top-k")
+    assert labels["step_run"].choices[0] == ("top-k, k 3", "DropMatch")
+    assert labels["DropMatch"].label.startswith("top-k")
     recoloured = by_name(view, compare.recolour(view, traces, "typical", 0.3, None))
     assert recoloured["map_DropMatch"].layout.title.text.startswith("top-k, k 3: what typical decides")
     with pytest.raises(Exception, match=r"k must be an integer in \[1, 1000\]"):
