@@ -2,9 +2,10 @@
 target stays exact).
 
 Per-output-channel symmetric scales (w ≈ scale[o] · q[o, i], q in [-127, 127]) and torch's int8 weight-only
-matmul (`torch._weight_int8pack_mm`, CPU and CUDA), which reads a quarter of the float32 bytes and half of
-bf16's. It pays where the activations are bf16 (about 2x per matmul on this project's CPU); in float32 the
-kernel is slower than dense, so use it with a bf16 pair.
+matmul on the CPU (`torch._weight_int8pack_mm`), which reads a quarter of the float32 bytes and half of bf16's.
+It pays where the activations are bf16 (about 2x per matmul on this project's CPU); in float32 the kernel is
+slower than dense, so use it with a bf16 pair. On other devices the same product is dequantised on the fly
+(correct, not faster: a GPU wants its own int8 kernels).
 
 Speculative decoding stays lossless with any draft: the target verifies every token, and q, the distribution
 the tests read, is the one the quantised draft produced. The draft's acceptance can change (its argmax can move
@@ -24,6 +25,12 @@ from torch import nn
 
 from dropmatch.config import DRAFT_QUANTS
 
+
+
+def dequantised_product(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """x @ (scales · weight).T computed as the int8 kernel does: the product with the int8 weights, then the
+    per-channel scales.  # [n, out]"""
+    return torch.nn.functional.linear(x, weight.to(x.dtype)) * scales
 
 
 class Int8Linear(nn.Module):
@@ -47,7 +54,11 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scales.dtype).contiguous()  # [n, in]
-        y = torch._weight_int8pack_mm(flat, self.weight, self.scales).reshape(*x.shape[:-1], self.out_features)
+        if flat.device.type == "cpu":
+            y = torch._weight_int8pack_mm(flat, self.weight, self.scales)
+        else:  # where torch has no int8 kernel for the device
+            y = dequantised_product(flat, self.weight, self.scales)
+        y = y.reshape(*x.shape[:-1], self.out_features)
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self) -> str:

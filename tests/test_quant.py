@@ -9,7 +9,7 @@ from torch import nn
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate
 from dropmatch.models import ModelPair
-from dropmatch.quant import Int8Linear, quantize, quantize_int8
+from dropmatch.quant import Int8Linear, dequantised_product, quantize, quantize_int8
 
 PROMPTS = ["def add(a, b):", "The quick brown fox"]
 
@@ -118,3 +118,11 @@ def test_lossless_with_a_pruned_int8_draft_equals_target_greedy(tiny_pair, promp
     assert drafted and set(drafted) <= kept  # the draft never proposes a pruned token
     with pytest.raises(ValueError, match=r"draft vocabulary must be an integer in \[1, "):
         prune_head(tiny_models(len(tiny_pair.tokenizer))[1], tiny_pair.tokenizer, 10**9)
+
+
+def test_the_fallback_product_equals_the_int8_kernel():
+    torch.manual_seed(1)
+    lean = Int8Linear.of(nn.Linear(48, 24, bias=False))
+    x = torch.randn(5, 48)
+    kernel = torch._weight_int8pack_mm(x, lean.weight, lean.scales)
+    assert torch.allclose(dequantised_product(x, lean.weight, lean.scales), kernel, atol=1e-4)

@@ -44,10 +44,10 @@ APP_PROMPT_CHARS = 4000
 APP_MAX_NEW_TOKENS = (1, 256)
 APP_VOCAB = 151_936  # the logit width of both pairs the app serves (Qwen2.5-Coder): an opened trace's ids lie below it
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
-# the int8 draft by default: lossless all the same (the target verifies every token), and a draft step about
-# 1.8x faster on a CPU (README, "A lean draft")
+# On a CPU the int8 draft by default: lossless all the same (the target verifies every token), and a draft step
+# about 1.8x faster (README, "A lean draft"); on a GPU the stock draft (int8 there has no kernel of its own).
 DEFAULTS = {**PAPER_SETTING, "mode": MODES[0], "temperature": 0.0, "max_new_tokens": 48, "seed": 0,
-            "draft_quant": "int8"}  # fmt: skip
+            "draft_quant": "int8" if default_device() == "cpu" else "none"}  # fmt: skip
 # What the criterion menu says of each rule: DropMatch's criteria first, then its relatives with their source.
 CRITERION_LABELS = {
     "js+majority": "DropMatch: js+majority (the paper's Algorithm 1)",
