@@ -262,7 +262,8 @@ def _cmd_calibrate(args) -> int:
                else calibrate.lossless_outputs(pair, items, args.max_new_tokens))  # fmt: skip
     positions = calibrate.collect(pair, prompts)
     table, chosen, reached = calibrate.curve(pair, positions, args.p_drop, args.k, args.target_unanimity, args.refine)
-    dims = calibrate.dimension_flips(pair, positions, args.dims)
+    dims_positions = min(args.dims, len(positions.argmax))
+    dims = calibrate.dimension_flips(pair, positions, dims_positions)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, formatters={"p_drop": "{:.4g}".format}, float_format="{:.4f}".format))
     verdict = "reaches" if reached else "does not reach; the closest is"
@@ -270,7 +271,7 @@ def _cmd_calibrate(args) -> int:
           f"(unanimity {float(table.loc[table['p_drop'] == chosen, 'unanimity'].iloc[0]):.4f})")  # fmt: skip
     flips = dims[dims["flip_rate"] > 0]
     print(f"{len(flips)} of {len(dims)} hidden dimensions move the argmax somewhere when zeroed alone (first "
-          f"{min(args.dims, len(positions.argmax))} positions); the top five: "
+          f"{dims_positions} positions); the top five: "
           + ", ".join(f"dim {r.dim} ({r.flip_rate:.1%} of positions, mean |h| {r.mean_abs_h:.2f})"
                       for r in dims.nlargest(5, "flip_rate").itertuples()))  # fmt: skip
     if args.json:
@@ -282,7 +283,7 @@ def _cmd_calibrate(args) -> int:
             "settings": {"dtype": args.dtype, "target_id": args.target, "draft_id": args.draft, "limit": args.limit,
                          "max_new_tokens": None if args.source else args.max_new_tokens},
             "environment": _environment(args), "curve": table.to_dict(orient="records"),
-            "dims": dims.to_dict(orient="list"), "dims_positions": min(args.dims, len(positions.argmax)),
+            "dims": dims.to_dict(orient="list"), "dims_positions": dims_positions,
         }, indent=1), encoding="utf-8")  # fmt: skip
     return 0
 

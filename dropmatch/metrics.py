@@ -29,6 +29,8 @@ DEFINITIONS = {
     "wall_s": "wall time of all rounds, prefill included, seconds",
     "tokens_per_s": "N / wall time",
     "overhead_share": "time in dropout paths and criteria / total round time",
+    "draft_share": "time drafting (the draft model's steps) / total round time",
+    "target_share": "time in the target's verification forwards / total round time",
     "speedup": "tokens/s / tokens/s of the baseline on the same prompt",
     "first_divergence": "first generated position (0-based) where the output departs from the baseline's; None if it never does",
     "equal_share": "share of positions up to the shorter output where the two outputs hold the same token",
@@ -106,6 +108,7 @@ def compute(trace: Trace) -> dict:
     gamma = int(trace.config.get("gamma", 0)) if trace.config.get("method") != "target" else 0
     wall = sum(r.t_total for r in trace.rounds)
     overhead = sum(r.t_paths + r.t_criteria for r in trace.rounds)
+    drafting, verifying = sum(r.t_draft for r in trace.rounds), sum(r.t_target for r in trace.rounds)
     tau = N / T if T else 0.0
     return {
         "tau": tau,
@@ -123,6 +126,8 @@ def compute(trace: Trace) -> dict:
         "wall_s": wall,
         "tokens_per_s": N / wall if wall > 0 else 0.0,
         "overhead_share": overhead / wall if wall > 0 else 0.0,
+        "draft_share": drafting / wall if wall > 0 else 0.0,
+        "target_share": verifying / wall if wall > 0 else 0.0,
     } | quality(trace)
 
 

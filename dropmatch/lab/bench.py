@@ -50,7 +50,8 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
             setattr(gc, k, v)
     n = out.shape[1] - len(prompt_ids)
     return {"tau": n / calls[0], "acceptance_rate": None, "tokens_per_s": n / wall, "n_tokens": n,
-            "token_ids": out[0, len(prompt_ids):].tolist(), "overhead_share": 0.0}
+            "token_ids": out[0, len(prompt_ids):].tolist(), "overhead_share": 0.0,
+            "draft_share": None, "target_share": None}  # its rounds are not timed from here
 
 
 def lean_label(pair: ModelPair) -> str:
@@ -59,18 +60,11 @@ def lean_label(pair: ModelPair) -> str:
     return "+".join(parts) or "stock"
 
 
-def shares(trace) -> dict[str, float]:
-    """Where a run's round time went: drafting, the target's verify forward, and paths + criteria."""
-    total = sum(r.t_total for r in trace.rounds) or float("nan")
-    return {"draft_share": sum(r.t_draft for r in trace.rounds) / total,
-            "target_share": sum(r.t_target for r in trace.rounds) / total}  # fmt: skip
-
-
 def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: int, max_new_tokens: int,
               lean: ModelPair | None = None) -> pd.DataFrame:  # fmt: skip
     """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on `lean`, each of them
-    but target-only (named "lossless+int8", "lossless+int8+v32768", ...); assisted generation with `pair`'s draft. Methods rotate their
-    order from prompt to prompt."""
+    but target-only (named "lossless+int8", "lossless+int8+v32768", ...); assisted generation with `pair`'s
+    draft. Methods rotate their order from prompt to prompt."""
     runs = {m: (pair, c) for m, c in configs.items()}
     if lean is not None:
         runs |= {f"{m}+{lean_label(lean)}": (lean, c) for m, c in configs.items() if c.method != "target"}
@@ -92,11 +86,11 @@ def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: i
             else:
                 run_pair, config = runs[method]
                 trace = generate(run_pair, item.prompt, config, chat=chat)
-                m = metrics.compute(trace) | shares(trace)
+                m = metrics.compute(trace)
                 outputs[method] = trace.token_ids
             cpu = time.process_time() - cpu  # beside wall clock: the CPU time is less sensitive to a shared machine
             rows.append({"prompt": item.id, "category": item.category, "method": method, **{
-                k: m.get(k) for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share",
+                k: m[k] for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share",
                                       "draft_share", "target_share")}, "tokens_per_cpu_s": m["n_tokens"] / cpu})  # fmt: skip
         for row in rows[-len(order):]:
             row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs["lossless"])[1]
