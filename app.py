@@ -54,8 +54,12 @@ def preload() -> threading.Thread:
 def launch_options() -> dict:
     """Theme, css and the page's small script go to launch() in Gradio 6."""
     theme = gr.themes.Soft(primary_hue="violet", neutral_hue="slate")
-    return {"theme": theme, "css_paths": [ROOT / "assets/app.css"], "css": token_marks_css(),
-            "head_paths": [ROOT / "assets/app.html"]}
+    return {
+        "theme": theme,
+        "css_paths": [ROOT / "assets/app.css"],
+        "css": token_marks_css(),
+        "head_paths": [ROOT / "assets/app.html"],
+    }
 
 
 if __name__ == "__main__":

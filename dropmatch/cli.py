@@ -21,14 +21,22 @@ import transformers
 
 from dropmatch import metrics
 from dropmatch.config import (
-    CRITERION_NAMES, DEFAULT_CRITERION, DRAFT_QUANTS, KNOBS, METHODS, MODES, PAPER_SETTING, DecodeConfig, bounded_float,
+    CRITERION_NAMES,
+    DEFAULT_CRITERION,
+    DRAFT_QUANTS,
+    KNOBS,
+    METHODS,
+    MODES,
+    PAPER_SETTING,
+    DecodeConfig,
+    bounded_float,
     criterion_method,
-)  # fmt: skip
+)
 from dropmatch.decode import generate
 from dropmatch.lab import bench, calibrate, headbench, report, suites, sweep
-from dropmatch.tradeoff import matched_table
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
+from dropmatch.tradeoff import matched_table
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,19 +71,36 @@ def _add_decode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=int, default=PAPER_SETTING["gamma"], help="draft tokens per round")
     p.add_argument("--k", type=int, default=PAPER_SETTING["K"], help="dropout paths K")
     p.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="dropout rate on the LM-head input")
-    p.add_argument("--criterion", default=DEFAULT_CRITERION, choices=CRITERION_NAMES,
-                   help="a DropMatch rule on the K paths, or one of its relatives (which takes --knob)")
-    p.add_argument("--knob", type=float, default=None, help="the relative's one setting; defaults: "
-                   + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()))  # fmt: skip
+    p.add_argument(
+        "--criterion",
+        default=DEFAULT_CRITERION,
+        choices=CRITERION_NAMES,
+        help="a DropMatch rule on the K paths, or one of its relatives (which takes --knob)",
+    )
+    p.add_argument(
+        "--knob",
+        type=float,
+        default=None,
+        help="the relative's one setting; defaults: "
+        + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()),
+    )
     p.add_argument("--mode", default="or", choices=MODES)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dtype", default="bfloat16", choices=list(DTYPES))
-    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS,
-                   help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
-    p.add_argument("--draft-vocab", type=_positive, default=None,
-                   help="the draft's head scores only the N most frequent tokens (default: all)")
+    p.add_argument(
+        "--draft-quant",
+        default="none",
+        choices=DRAFT_QUANTS,
+        help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)",
+    )
+    p.add_argument(
+        "--draft-vocab",
+        type=_positive,
+        default=None,
+        help="the draft's head scores only the N most frequent tokens (default: all)",
+    )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
     p.add_argument("--device-map", default=None, help="'auto' spreads a pair too large for one device (accelerate)")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
@@ -101,14 +126,23 @@ def decode_config(args: argparse.Namespace, method: str | None, evidence: bool =
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     config = decode_config(args, args.method, evidence=args.evidence)
-    pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant,
-                     args.draft_vocab)  # fmt: skip
+    pair = load_pair(
+        args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant, args.draft_vocab
+    )
     trace = generate(pair, args.prompt, config, chat=args.chat)
     m = metrics.compute(trace)
     print(trace.text)
     print("---")
-    shown = ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "target_forwards", "draft_forwards", "histogram",
-             "relaxed_share")  # fmt: skip
+    shown = (
+        "tau",
+        "acceptance_rate",
+        "tokens_per_s",
+        "n_tokens",
+        "target_forwards",
+        "draft_forwards",
+        "histogram",
+        "relaxed_share",
+    )
     for key in shown:
         value = m[key]
         print(f"{key:>16}: {round(value, 3) if isinstance(value, float) else value}")
@@ -126,23 +160,36 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
     lean = None
     if args.draft_quant != "none" or args.draft_vocab:  # the lean draft beside the stock one, same target
-        lean = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant,
-                         args.draft_vocab)  # fmt: skip
+        lean = load_pair(
+            args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant, args.draft_vocab
+        )
     configs = {m: decode_config(args, m) for m in ("target", "lossless", criterion_method(args.criterion))}
     df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, lean)
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
-        print(f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
-              f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}")  # fmt: skip
+        print(
+            f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
+            f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}"
+        )
         print(table.to_string())
-        print("tau pooled over prompts (N / T, bonus included); tokens/s: mean over prompts; speedups: ratios of "
-              "those means; overhead / draft / target share: time in dropout paths + criteria / drafting / the "
-              "target's verify forward, over round time; +int8: the same method with the int8 draft")  # fmt: skip
+        print(
+            "tau pooled over prompts (N / T, bonus included); tokens/s: mean over prompts; speedups: ratios of "
+            "those means; overhead / draft / target share: time in dropout paths + criteria / drafting / the "
+            "target's verify forward, over round time; +int8: the same method with the int8 draft"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"config": vars(args) | {"func": None},
-                                               "environment": _environment(args),
-                                               "summary": table.reset_index().to_dict(orient="records"),
-                                               "rows": df.to_dict(orient="records")}, indent=1, default=str))  # fmt: skip
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "config": vars(args) | {"func": None},
+                    "environment": _environment(args),
+                    "summary": table.reset_index().to_dict(orient="records"),
+                    "rows": df.to_dict(orient="records"),
+                },
+                indent=1,
+                default=str,
+            )
+        )
     return 0
 
 
@@ -150,10 +197,21 @@ def _cmd_headbench(args: argparse.Namespace) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda asked for, but no CUDA device is available")
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[args.dtype]
-    table = headbench.run_headbench(args.hidden, args.vocab, args.k, args.positions, args.device, dtype,
-                                    args.p_drop, args.repeat, sparse=not args.no_sparse)  # fmt: skip
-    print(f"hidden={args.hidden} vocab={args.vocab} K={args.k} positions={args.positions} "
-          f"device={args.device} dtype={args.dtype} (median of {args.repeat})")  # fmt: skip
+    table = headbench.run_headbench(
+        args.hidden,
+        args.vocab,
+        args.k,
+        args.positions,
+        args.device,
+        dtype,
+        args.p_drop,
+        args.repeat,
+        sparse=not args.no_sparse,
+    )
+    print(
+        f"hidden={args.hidden} vocab={args.vocab} K={args.k} positions={args.positions} "
+        f"device={args.device} dtype={args.dtype} (median of {args.repeat})"
+    )
     print(table.to_string(float_format="{:.3f}".format))
     print("paper, Table 4 (70B head on A100): " + ", ".join(f"{k} {v} ms" for k, v in HEAD_COST_MS.items()))
     return 0
@@ -163,9 +221,15 @@ def _cmd_headbench(args: argparse.Namespace) -> int:
 def _environment(args) -> dict:
     """Where the timings come from: library versions, device, threads, niceness, CPU count."""
     usable = sorted(os.sched_getaffinity(0))
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-            "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
-            "threads": torch.get_num_threads(), "cpus": usable, "nice": os.nice(0)}  # fmt: skip
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
+        "threads": torch.get_num_threads(),
+        "cpus": usable,
+        "nice": os.nice(0),
+    }
 
 
 def _ray_backend():
@@ -191,26 +255,48 @@ def _cmd_sweep(args) -> int:
     settings = sweep.design_settings(grid, args.design, args.methods, args.centre, rules)
     for s in settings:
         s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
-    run = {"max_new_tokens": args.max_new_tokens, "seed": args.seed, "dtype": args.dtype,
-           "target_id": args.target, "draft_id": args.draft}  # fmt: skip
+    run = {
+        "max_new_tokens": args.max_new_tokens,
+        "seed": args.seed,
+        "dtype": args.dtype,
+        "target_id": args.target,
+        "draft_id": args.draft,
+    }
     lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab}
     run |= {k: v for k, v in lean.items() if v not in ("none", None)}  # only when set: older sweeps still resume
-    design = {"design": args.design, "centre": args.centre, "grid": grid, "methods": args.methods, "rules": rules,
-              "environment": _environment(args) | {"backend": args.backend}}  # fmt: skip
+    design = {
+        "design": args.design,
+        "centre": args.centre,
+        "grid": grid,
+        "methods": args.methods,
+        "rules": rules,
+        "environment": _environment(args) | {"backend": args.backend},
+    }
     if distributed is not None:
         design["environment"] |= {"actors": args.actors or 1, "threads_per_actor": args.threads}
     sweep.check_manifest(args.out, suite, run, design)
     todo = sweep.pending(args.out, suite, items, settings)
     print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")
     if todo and distributed is not None:
-        make = distributed.PairRunnerFactory(args.target, args.draft, args.dtype, args.device, args.draft_quant,
-                                             args.draft_vocab, args.max_new_tokens, args.seed, args.timeout,
-                                             warmup=items[0])  # fmt: skip
-        distributed.run_ray_sweep(items, settings, args.out, suite, run, make, args.actors or 1, args.threads,
-                                  args.device, args.ray_address)  # fmt: skip
+        make = distributed.PairRunnerFactory(
+            args.target,
+            args.draft,
+            args.dtype,
+            args.device,
+            args.draft_quant,
+            args.draft_vocab,
+            args.max_new_tokens,
+            args.seed,
+            args.timeout,
+            warmup=items[0],
+        )
+        distributed.run_ray_sweep(
+            items, settings, args.out, suite, run, make, args.actors or 1, args.threads, args.device, args.ray_address
+        )
     elif todo:
-        pair = load_pair(args.target, args.draft, args.dtype, args.device, draft_quant=args.draft_quant,
-                         draft_vocab=args.draft_vocab)  # fmt: skip
+        pair = load_pair(
+            args.target, args.draft, args.dtype, args.device, draft_quant=args.draft_quant, draft_vocab=args.draft_vocab
+        )
         sweep.make_runner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
         runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout)
         sweep.run_sweep(items, settings, args.out, suite, run, runner)
@@ -220,8 +306,11 @@ def _cmd_sweep(args) -> int:
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             print(report.summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
     if failed:
-        print(f"{failed} of {len(todo)} cells failed (their errors: {Path(args.out) / distributed.FAILED}); "
-              "a rerun retries them", file=sys.stderr)  # fmt: skip
+        print(
+            f"{failed} of {len(todo)} cells failed (their errors: {Path(args.out) / distributed.FAILED}); "
+            "a rerun retries them",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -258,8 +347,11 @@ def _cmd_calibrate(args) -> int:
     if recorded is not None:
         recorded = recorded[recorded["suite"] == suites.suite_name(args.suite)]
     pair = load_pair(args.target, args.draft, args.dtype, args.device)
-    prompts = (calibrate.recorded_outputs(recorded, items) if recorded is not None
-               else calibrate.lossless_outputs(pair, items, args.max_new_tokens))  # fmt: skip
+    prompts = (
+        calibrate.recorded_outputs(recorded, items)
+        if recorded is not None
+        else calibrate.lossless_outputs(pair, items, args.max_new_tokens)
+    )
     positions = calibrate.collect(pair, prompts)
     table, chosen, reached = calibrate.curve(pair, positions, args.p_drop, args.k, args.target_unanimity, args.refine)
     dims_positions = min(args.dims, len(positions.argmax))
@@ -267,24 +359,49 @@ def _cmd_calibrate(args) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, formatters={"p_drop": "{:.4g}".format}, float_format="{:.4f}".format))
     verdict = "reaches" if reached else "does not reach; the closest is"
-    print(f"target unanimity {args.target_unanimity:.3f}: p_drop {chosen:.4g} {verdict} "
-          f"(unanimity {float(table.loc[table['p_drop'] == chosen, 'unanimity'].iloc[0]):.4f})")  # fmt: skip
+    print(
+        f"target unanimity {args.target_unanimity:.3f}: p_drop {chosen:.4g} {verdict} "
+        f"(unanimity {float(table.loc[table['p_drop'] == chosen, 'unanimity'].iloc[0]):.4f})"
+    )
     flips = dims[dims["flip_rate"] > 0]
-    print(f"{len(flips)} of {len(dims)} hidden dimensions move the argmax somewhere when zeroed alone (first "
-          f"{dims_positions} positions); the top five: "
-          + ", ".join(f"dim {r.dim} ({r.flip_rate:.1%} of positions, mean |h| {r.mean_abs_h:.2f})"
-                      for r in dims.nlargest(5, "flip_rate").itertuples()))  # fmt: skip
+    print(
+        f"{len(flips)} of {len(dims)} hidden dimensions move the argmax somewhere when zeroed alone (first "
+        f"{dims_positions} positions); the top five: "
+        + ", ".join(
+            f"dim {r.dim} ({r.flip_rate:.1%} of positions, mean |h| {r.mean_abs_h:.2f})"
+            for r in dims.nlargest(5, "flip_rate").itertuples()
+        )
+    )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({
-            "suite": suites.suite_name(args.suite), "K": args.k, "target_unanimity": args.target_unanimity,
-            "chosen": chosen, "reached": reached, "positions": len(positions.argmax),
-            "source": "recorded lossless outputs of " + args.source if args.source else "lossless outputs decoded now",
-            "settings": {"dtype": args.dtype, "target_id": args.target, "draft_id": args.draft, "limit": args.limit,
-                         "max_new_tokens": None if args.source else args.max_new_tokens},
-            "environment": _environment(args), "curve": table.to_dict(orient="records"),
-            "dims": dims.to_dict(orient="list"), "dims_positions": dims_positions,
-        }, indent=1), encoding="utf-8")  # fmt: skip
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "suite": suites.suite_name(args.suite),
+                    "K": args.k,
+                    "target_unanimity": args.target_unanimity,
+                    "chosen": chosen,
+                    "reached": reached,
+                    "positions": len(positions.argmax),
+                    "source": "recorded lossless outputs of " + args.source
+                    if args.source
+                    else "lossless outputs decoded now",
+                    "settings": {
+                        "dtype": args.dtype,
+                        "target_id": args.target,
+                        "draft_id": args.draft,
+                        "limit": args.limit,
+                        "max_new_tokens": None if args.source else args.max_new_tokens,
+                    },
+                    "environment": _environment(args),
+                    "curve": table.to_dict(orient="records"),
+                    "dims": dims.to_dict(orient="list"),
+                    "dims_positions": dims_positions,
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     return 0
 
 
@@ -292,9 +409,15 @@ def _cmd_calibrate(args) -> int:
 def _add_generate(sub) -> None:
     gen = sub.add_parser("generate", help="decode one prompt and print the text and metrics")
     gen.add_argument("--prompt", required=True)
-    gen.add_argument("--method", default=None, choices=METHODS,
-                     help="default: the method that runs --criterion (dropmatch, or relative for a relative)")
-    gen.add_argument("--json", default=None, help="write the trace (config, text, ids, records, rounds) and metrics here")
+    gen.add_argument(
+        "--method",
+        default=None,
+        choices=METHODS,
+        help="default: the method that runs --criterion (dropmatch, or relative for a relative)",
+    )
+    gen.add_argument(
+        "--json", default=None, help="write the trace (config, text, ids, records, rounds) and metrics here"
+    )
     gen.add_argument("--evidence", action="store_true", help="compute the K paths at every position (for display)")
     _add_decode_args(gen)
     gen.set_defaults(func=_cmd_generate)
@@ -327,44 +450,85 @@ def _add_sweep(sub) -> None:
     def values(factor: str):
         return _arg(lambda t: sweep.parse_values(t, factor))
 
-    p = sub.add_parser("sweep", help="run a resumable parameter sweep over a prompt suite",
-                       description=sweep.__doc__.splitlines()[0])  # fmt: skip
+    p = sub.add_parser(
+        "sweep", help="run a resumable parameter sweep over a prompt suite", description=sweep.__doc__.splitlines()[0]
+    )
     p.add_argument("--suite", required=True, help="a JSONL suite file (id, category, prompt[, chat]) or 'humaneval'")
     p.add_argument("--p-drop", type=values("p_drop"), help="dropout rates, e.g. 0,0.1,0.3 (default: the centre)")
     p.add_argument("--k", dest="K", type=values("K"), help="dropout path counts, e.g. 1,3,5,8")
     p.add_argument("--gamma", type=values("gamma"), help="draft lengths, e.g. 3,5,8")
     p.add_argument("--criterion", type=values("criterion"), help="DropMatch criteria, e.g. js+majority,naive")
-    p.add_argument("--rule", type=_arg(sweep.parse_rule), action="append", metavar="NAME=V1,V2",
-                   help="a relative and its knob values, e.g. typical=0.05,0.09,0.2 (repeat for more relatives); "
-                   f"names: {', '.join(KNOBS)}")  # fmt: skip
-    p.add_argument("--methods", type=values("method"), default=list(sweep.METHODS),
-                   help="lossless,dropmatch,relative (default: all three)")  # fmt: skip
-    p.add_argument("--design", choices=("ofat", "grid"), default="ofat",
-                   help="ofat: one factor at a time around the centre (default); grid: full cross product")  # fmt: skip
-    p.add_argument("--centre", type=_arg(sweep.parse_centre), default=dict(PAPER_SETTING),
-                   help="e.g. gamma=5,K=5,p_drop=0.3 (the default)")  # fmt: skip
+    p.add_argument(
+        "--rule",
+        type=_arg(sweep.parse_rule),
+        action="append",
+        metavar="NAME=V1,V2",
+        help="a relative and its knob values, e.g. typical=0.05,0.09,0.2 (repeat for more relatives); "
+        f"names: {', '.join(KNOBS)}",
+    )
+    p.add_argument(
+        "--methods",
+        type=values("method"),
+        default=list(sweep.METHODS),
+        help="lossless,dropmatch,relative (default: all three)",
+    )
+    p.add_argument(
+        "--design",
+        choices=("ofat", "grid"),
+        default="ofat",
+        help="ofat: one factor at a time around the centre (default); grid: full cross product",
+    )
+    p.add_argument(
+        "--centre",
+        type=_arg(sweep.parse_centre),
+        default=dict(PAPER_SETTING),
+        help="e.g. gamma=5,K=5,p_drop=0.3 (the default)",
+    )
     p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
     p.add_argument("--max-new-tokens", type=_positive, default=64)
     p.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
-    p.add_argument("--draft-quant", default="none", choices=DRAFT_QUANTS,
-                   help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)")
-    p.add_argument("--draft-vocab", type=_positive, default=None,
-                   help="the draft's head scores only the N most frequent tokens (default: all)")
+    p.add_argument(
+        "--draft-quant",
+        default="none",
+        choices=DRAFT_QUANTS,
+        help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)",
+    )
+    p.add_argument(
+        "--draft-vocab",
+        type=_positive,
+        default=None,
+        help="the draft's head scores only the N most frequent tokens (default: all)",
+    )
     p.add_argument("--target", default=DEFAULT_TARGET)
     p.add_argument("--draft", default=DEFAULT_DRAFT)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
-    p.add_argument("--threads", type=_positive, default=2,
-                   help="torch CPU threads (at most the usable CPUs; with --backend ray: per actor)")
+    p.add_argument(
+        "--threads",
+        type=_positive,
+        default=2,
+        help="torch CPU threads (at most the usable CPUs; with --backend ray: per actor)",
+    )
     p.add_argument("--out", required=True, help="sweep directory (created; reruns resume it)")
-    p.add_argument("--backend", choices=("serial", "ray"), default="serial",
-                   help="serial: cells one after another in this process (default); ray: on Ray actors, each holding "
-                   "the pair (pip install -r requirements-lab.txt)")  # fmt: skip
-    p.add_argument("--actors", type=_positive, default=None,
-                   help="with --backend ray: actors, each one GPU (where the cluster has GPUs) or one CPU (default 1)")
-    p.add_argument("--ray-address", default=None,
-                   help="with --backend ray: 'auto' joins the cluster of `ray start` (default: start a local Ray)")
+    p.add_argument(
+        "--backend",
+        choices=("serial", "ray"),
+        default="serial",
+        help="serial: cells one after another in this process (default); ray: on Ray actors, each holding "
+        "the pair (pip install -r requirements-lab.txt)",
+    )
+    p.add_argument(
+        "--actors",
+        type=_positive,
+        default=None,
+        help="with --backend ray: actors, each one GPU (where the cluster has GPUs) or one CPU (default 1)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --backend ray: 'auto' joins the cluster of `ray start` (default: start a local Ray)",
+    )
     p.set_defaults(func=_cmd_sweep)
     r = sub.add_parser("report", help="turn a sweep directory into one self-contained HTML report")
     r.add_argument("--from", dest="source", required=True, help="a sweep directory")
@@ -377,18 +541,33 @@ def _add_analysis(sub) -> None:
     m.add_argument("--from", dest="source", required=True, help="a sweep directory with relatives (--rule)")
     m.add_argument("--suite", default="mini_spec_bench", help="which suite of the sweep (default mini_spec_bench)")
     m.set_defaults(func=_cmd_matched)
-    c = sub.add_parser("calibrate", help="path unanimity per p_drop, and the p_drop that reaches a target unanimity",
-                       description=calibrate.__doc__.splitlines()[0])  # fmt: skip
+    c = sub.add_parser(
+        "calibrate",
+        help="path unanimity per p_drop, and the p_drop that reaches a target unanimity",
+        description=calibrate.__doc__.splitlines()[0],
+    )
     c.add_argument("--suite", required=True, help="a JSONL suite file or 'humaneval'")
     c.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
     c.add_argument("--k", type=_positive, default=PAPER_SETTING["K"], help="dropout paths K")
-    c.add_argument("--p-drop", type=_arg(lambda t: sweep.parse_values(t, "p_drop")),
-                   default=[0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3], help="the p_drop grid")  # fmt: skip
-    c.add_argument("--target-unanimity", type=_arg(lambda t: bounded_float("target unanimity", t, 0.0, 1.0)),
-                   default=calibrate.PAPER_UNANIMITY, help="default: the paper's 0.984 (70B, HumanEval)")  # fmt: skip
+    c.add_argument(
+        "--p-drop",
+        type=_arg(lambda t: sweep.parse_values(t, "p_drop")),
+        default=[0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3],
+        help="the p_drop grid",
+    )
+    c.add_argument(
+        "--target-unanimity",
+        type=_arg(lambda t: bounded_float("target unanimity", t, 0.0, 1.0)),
+        default=calibrate.PAPER_UNANIMITY,
+        help="default: the paper's 0.984 (70B, HumanEval)",
+    )
     c.add_argument("--refine", type=int, default=3, help="bisection steps around the target (default 3)")
-    c.add_argument("--from", dest="source", default=None,
-                   help="a sweep directory whose lossless outputs give the positions (default: decode them now)")
+    c.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        help="a sweep directory whose lossless outputs give the positions (default: decode them now)",
+    )
     c.add_argument("--max-new-tokens", type=_positive, default=64, help="when decoding the positions now")
     c.add_argument("--dims", type=_positive, default=256, help="positions for the per-dimension view")
     c.add_argument("--json", default=None, help="write the curve, the pick and the per-dimension view here")

@@ -83,13 +83,16 @@ KNOBS = {
     "fuzzy-js": Knob("threshold", 0.4, 0.0, LN2, "accept when JS(p || q) <= threshold (nats); larger relaxes more"),
     "fuzzy-kl": Knob("threshold", 1.0, 0.0, 100.0, "accept when KL(q || p) <= threshold (nats); larger relaxes more"),
     "fuzzy-tv": Knob("threshold", 0.5, 0.0, 1.0, "accept when TV(p, q) <= threshold; larger relaxes more"),
-    "typical": Knob("epsilon", 0.09, 0.0, 1.0, "accept when p(d) > min(epsilon, sqrt(epsilon) * exp(-H(p))); "
-                    "smaller relaxes more"),
-    "top-k": Knob("k", 2, 1, 1000, "accept when d is among the target's k most likely tokens; larger relaxes more",
-                  integer=True),
-    "mars": Knob("theta", 0.9, 0.0, 1.0, "accept d = the target's second token when z2 / z1 > theta; "
-                 "smaller relaxes more"),
-}  # fmt: skip
+    "typical": Knob(
+        "epsilon", 0.09, 0.0, 1.0, "accept when p(d) > min(epsilon, sqrt(epsilon) * exp(-H(p))); smaller relaxes more"
+    ),
+    "top-k": Knob(
+        "k", 2, 1, 1000, "accept when d is among the target's k most likely tokens; larger relaxes more", integer=True
+    ),
+    "mars": Knob(
+        "theta", 0.9, 0.0, 1.0, "accept d = the target's second token when z2 / z1 > theta; smaller relaxes more"
+    ),
+}
 RELATIVE_CRITERIA = tuple(KNOBS)
 # The statistics of p and q a drafted position's record keeps for the relatives (dropmatch.evidence computes them):
 # H(p), JS(p || q), KL(q || p), TV(p, q), z2 / z1. A non-finite value is recorded as null: an infinite KL, or a
@@ -144,15 +147,21 @@ class DecodeConfig:
     draft_vocab: int | None = None
 
     def __post_init__(self) -> None:
-        for name, allowed in (("method", METHODS), ("mode", MODES), ("criterion", CRITERION_NAMES),
-                              ("draft_quant", (None, *DRAFT_QUANTS))):  # fmt: skip
+        for name, allowed in (
+            ("method", METHODS),
+            ("mode", MODES),
+            ("criterion", CRITERION_NAMES),
+            ("draft_quant", (None, *DRAFT_QUANTS)),
+        ):
             if getattr(self, name) not in allowed:
                 names = ", ".join(str(a) for a in allowed if a is not None)
                 raise ValueError(f"{name} must be one of {names}; got {getattr(self, name)!r}")
         if self.method in RELAXED_METHODS and criterion_method(self.criterion) != self.method:
             family = DROPMATCH_CRITERIA if self.method == "dropmatch" else RELATIVE_CRITERIA
-            raise ValueError(f"{self.criterion!r} is not a {self.method} criterion; use one of {', '.join(family)} "
-                             f"(or method {criterion_method(self.criterion)!r})")  # fmt: skip
+            raise ValueError(
+                f"{self.criterion!r} is not a {self.method} criterion; use one of {', '.join(family)} "
+                f"(or method {criterion_method(self.criterion)!r})"
+            )
         if self.method == "relative":
             knob = KNOBS[self.criterion]
             value = knob.default if self.knob is None else knob.check(self.knob)

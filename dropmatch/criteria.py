@@ -8,8 +8,8 @@ the unmasked target and the draft, and take one knob. Nothing here loads a model
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
@@ -93,11 +93,15 @@ def _relative(test, reason: str) -> Callable[[Evidence, float], Verdict]:
 
 _PATH_RULES = (js_majority, js, majority, majority_strict, naive)
 RULES: dict[str, Rule] = {
-    **{name: Rule(name, _on_paths(fn), True, ("paths",))
-       for name, fn in zip(DROPMATCH_CRITERIA, _PATH_RULES, strict=True)},
-    **{name: Rule(name, _relative(test, reason), False, reads, KNOBS[name])
-       for name, (test, reason, reads) in RELATIVES.items()},
-}  # fmt: skip
+    **{
+        name: Rule(name, _on_paths(fn), True, ("paths",))
+        for name, fn in zip(DROPMATCH_CRITERIA, _PATH_RULES, strict=True)
+    },
+    **{
+        name: Rule(name, _relative(test, reason), False, reads, KNOBS[name])
+        for name, (test, reason, reads) in RELATIVES.items()
+    },
+}
 
 
 def accept_reason(lossless: bool, components: dict[str, bool]) -> str | None:

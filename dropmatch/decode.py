@@ -68,8 +68,13 @@ def pad_vocab(logits: torch.Tensor, vocab: int) -> torch.Tensor:
 
 def environment(pair: ModelPair) -> dict:
     """Where a trace was decoded: the same run elsewhere can part at a near-tie (bf16 rounds differently by CPU)."""
-    return {"device": str(pair.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
-            "torch": torch.__version__, "machine": platform.machine(), "cpu": _cpu_name()}  # fmt: skip
+    return {
+        "device": str(pair.device),
+        "dtype": str(pair.target.dtype).removeprefix("torch."),
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "cpu": _cpu_name(),
+    }
 
 
 def _cpu_name() -> str:
@@ -108,16 +113,22 @@ class Timer:
 class Decoder:
     """Runs one prompt under one config; `rounds()` yields the trace after each verification round."""
 
-    def __init__(self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = "",
-                 chat: bool = False):  # fmt: skip
+    def __init__(
+        self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = "", chat: bool = False
+    ):
         drafting = config.method != "target"
         for option in ("draft_quant", "draft_vocab"):
             asked, held = getattr(config, option), getattr(pair, option)
             if drafting and asked is not None and asked != held:
-                raise ValueError(f"the config asks for {option} {asked}, but the pair's draft has {held}; load "
-                                 f"the pair with {option}={asked!r}")  # fmt: skip
-        config = replace(config, draft_quant=pair.draft_quant if drafting else None,
-                         draft_vocab=pair.draft_vocab if drafting else None)  # the lean draft, as it ran
+                raise ValueError(
+                    f"the config asks for {option} {asked}, but the pair's draft has {held}; load "
+                    f"the pair with {option}={asked!r}"
+                )
+        config = replace(
+            config,
+            draft_quant=pair.draft_quant if drafting else None,
+            draft_vocab=pair.draft_vocab if drafting else None,
+        )  # the lean draft, as it ran
         self.pair, self.cfg = pair, config
         self.target = _Stage(pair.target, pair.vocab_size)
         self.draft = _Stage(pair.draft, pair.vocab_size) if config.method != "target" else None
@@ -125,8 +136,15 @@ class Decoder:
         self.T = sampling_temperature(config.temperature)  # distributions are compared at T (1 when greedy)
         self.generator = torch.Generator().manual_seed(config.seed)
         draft_id = pair.draft_id if self.draft else None
-        self.trace = Trace(config=config.to_dict(), target_id=pair.target_id, draft_id=draft_id, prompt=prompt,
-                           n_prompt_tokens=len(prompt_ids), chat=chat, environment=environment(pair))  # fmt: skip
+        self.trace = Trace(
+            config=config.to_dict(),
+            target_id=pair.target_id,
+            draft_id=draft_id,
+            prompt=prompt,
+            n_prompt_tokens=len(prompt_ids),
+            chat=chat,
+            environment=environment(pair),
+        )
 
     def _pick(self, logits: torch.Tensor) -> int:
         """The next token from logits: argmax when greedy, else a seeded sample at the temperature."""
@@ -151,8 +169,13 @@ class Decoder:
         masks = torch.stack([dropout_masks(1, cfg.K, h.shape[-1], cfg.p_drop, g)[0] for g in gens])  # [P, K, H]
         with torch.inference_mode():
             logits = path_logits(h[positions], self.target.head, masks, cfg.p_drop)
-        return PathStats(logits=pad_vocab(logits, self.target.vocab).cpu(), draft=d[positions],
-                         q_logprobs=q_logp[positions], temperature=cfg.temperature, generators=tuple(gens))  # fmt: skip
+        return PathStats(
+            logits=pad_vocab(logits, self.target.vocab).cpu(),
+            draft=d[positions],
+            q_logprobs=q_logp[positions],
+            temperature=cfg.temperature,
+            generators=tuple(gens),
+        )
 
     def _paths_are_the_head(self) -> bool:
         """Greedy, OR mode, p_drop 0: every path is the unmasked head, whose top-1 is the exact test's argmax,
@@ -183,8 +206,13 @@ class Decoder:
             if rule is not None and (rule.needs_paths or cfg.evidence):
                 with timer("paths"):
                     paths = self._paths(round_, positions, h, d, q_logp)
-            ev = Evidence(draft=d[positions], q_logprobs=q_logp[positions], target_logits=z[positions],
-                          temperature=cfg.temperature, paths=paths)  # fmt: skip
+            ev = Evidence(
+                draft=d[positions],
+                q_logprobs=q_logp[positions],
+                target_logits=z[positions],
+                temperature=cfg.temperature,
+                paths=paths,
+            )
             hits, components = [False] * len(positions), {}
             if rule is not None:
                 with timer("criteria"):
@@ -240,8 +268,9 @@ class Decoder:
             # 6. Emit up to an end token or the length limit, record the round, cut both caches to the output.
             emitted = self._emit(drafts[:a] + [extra])
             knobs = {cfg.criterion: cfg.knob} if cfg.knob is not None else {}
-            outcome = RoundOutcome(t, tuple(drafts), tuple(lossless), a, extra, kind, tuple(emitted), checked, cfg.mode,
-                                   knobs)  # fmt: skip
+            outcome = RoundOutcome(
+                t, tuple(drafts), tuple(lossless), a, extra, kind, tuple(emitted), checked, cfg.mode, knobs
+            )
             self._record(outcome, z, p, q)
             self.ids += emitted
             for stage in (self.target, self.draft):
@@ -249,9 +278,17 @@ class Decoder:
                     stage.cut(len(self.ids) - 1)
         s, with_paths = timer.seconds, sum(c.evidence.paths is not None for c in checked.values())
         self.trace.rounds.append(
-            RoundRecord(round=t, draft_forwards=k, head_products=(k + 1) + cfg.K * with_paths,
-                        path_positions=with_paths, t_draft=s["draft"], t_target=s["target"], t_paths=s["paths"],
-                        t_criteria=s["criteria"], t_total=s["total"])  # fmt: skip
+            RoundRecord(
+                round=t,
+                draft_forwards=k,
+                head_products=(k + 1) + cfg.K * with_paths,
+                path_positions=with_paths,
+                t_draft=s["draft"],
+                t_target=s["target"],
+                t_paths=s["paths"],
+                t_criteria=s["criteria"],
+                t_total=s["total"],
+            )
         )
         if emitted and emitted[-1] in self.pair.eos_ids:
             self.trace.finish = "eos"
@@ -296,6 +333,6 @@ def stream(pair: ModelPair, prompt: str, config: DecodeConfig, chat: bool = Fals
 
 def generate(pair: ModelPair, prompt: str, config: DecodeConfig, chat: bool = False) -> Trace:
     trace = None
-    for trace in stream(pair, prompt, config, chat):
+    for trace in stream(pair, prompt, config, chat):  # noqa: B007 (the last yielded trace is the result)
         pass
     return trace

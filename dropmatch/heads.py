@@ -8,10 +8,9 @@ accelerate's device hooks included) followed by the model's own logit post-proce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -36,7 +35,7 @@ class TargetHead:
     multiply: float | None = None
 
     @classmethod
-    def of(cls, model: torch.nn.Module) -> "TargetHead":
+    def of(cls, model: torch.nn.Module) -> TargetHead:
         config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         return cls(
             module=model.get_output_embeddings(),

@@ -16,7 +16,9 @@ from dropmatch.trace import Trace
 
 # Shown next to every number in the CLI and the app.
 DEFINITIONS = {
-    "tau": "mean acceptance length N / T: tokens emitted per target forward, bonus token included (1.0 for plain decoding)",
+    "tau": (
+        "mean acceptance length N / T: tokens emitted per target forward, bonus token included (1.0 for plain decoding)"
+    ),
     "tau_minus_1": "mean accepted draft tokens per target forward, tau - 1 (bonus excluded)",
     "acceptance_rate": "accepted draft tokens / drafted tokens, sum a_t / sum k_t",
     "per_position": "r_i = share of rounds whose accepted prefix reaches draft position i",
@@ -25,25 +27,29 @@ DEFINITIONS = {
     "n_tokens": "N, generated tokens",
     "target_forwards": "T, target verification forwards (rounds)",
     "draft_forwards": "draft model forwards",
-    "head_products": "target LM-head products: one per verified position, plus K per position whose paths were computed",
+    "head_products": (
+        "target LM-head products: one per verified position, plus K per position whose paths were computed"
+    ),
     "wall_s": "wall time of all rounds, prefill included, seconds",
     "tokens_per_s": "N / wall time",
     "overhead_share": "time in dropout paths and criteria / total round time",
     "draft_share": "time drafting (the draft model's steps) / total round time",
     "target_share": "time in the target's verification forwards / total round time",
     "speedup": "tokens/s / tokens/s of the baseline on the same prompt",
-    "first_divergence": "first generated position (0-based) where the output departs from the baseline's; None if it never does",
+    "first_divergence": (
+        "first generated position (0-based) where the output departs from the baseline's; None if it never does"
+    ),
     "equal_share": "share of positions up to the shorter output where the two outputs hold the same token",
     "length_ratio": "lambda = N / N of the baseline (lossless) on the same prompt: how much longer the output runs",
     "capped": "the run hit max_new_tokens (1) rather than ending on an end token or a stop sequence (0)",
     "loop": "the output holds a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens (1/0)",
     "loop_relaxed": "a repetition loop holds at least one relaxed acceptance (1/0; empty when there is no loop)",
     "relaxed_cost_mean": "mean cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked "
-                         "target, nats (0 = the target's own choice)",
+    "target, nats (0 = the target's own choice)",
     "relaxed_cost_sum": "total cost of the run's relaxed acceptances, nats",
     "relaxed_emitted": "relaxed acceptances in the output (drafts lossless would have rejected)",
     "mean_logp": "mean log-probability of the emitted tokens under the unmasked target, nats (higher = more "
-                 "the target's own text)",
+    "the target's own text)",
 }
 
 
@@ -84,8 +90,11 @@ def quality(trace: Trace) -> dict:
     acceptance sits inside it), the cost of the relaxed acceptances and the target's log-probability of the text."""
     emitted = [r for r in trace.records if r.emitted]
     relaxed = [i for i, r in enumerate(emitted) if r.kind == "draft" and r.accepted and not r.lossless]
-    costs = [math.log(emitted[i].p_argmax) - math.log(emitted[i].p) for i in relaxed
-             if emitted[i].p_argmax is not None and emitted[i].p]  # fmt: skip
+    costs = [
+        math.log(emitted[i].p_argmax) - math.log(emitted[i].p)
+        for i in relaxed
+        if emitted[i].p_argmax is not None and emitted[i].p
+    ]
     loop = repetition_loop(trace.token_ids)
     logps = [math.log(r.p) for r in emitted if r.p]
     return {
@@ -153,8 +162,12 @@ def compare(trace: Trace, baseline: Trace) -> dict:
     first, equal = divergence(trace.token_ids, baseline.token_ids)
     mine, theirs = compute(trace)["tokens_per_s"], compute(baseline)["tokens_per_s"]
     n, n_base = len(trace.token_ids), len(baseline.token_ids)
-    return {"speedup": mine / theirs if theirs > 0 else None, "first_divergence": first, "equal_share": equal,
-            "length_ratio": n / n_base if n_base else None}  # fmt: skip
+    return {
+        "speedup": mine / theirs if theirs > 0 else None,
+        "first_divergence": first,
+        "equal_share": equal,
+        "length_ratio": n / n_base if n_base else None,
+    }
 
 
 def token_table(trace: Trace) -> pd.DataFrame:
@@ -163,8 +176,10 @@ def token_table(trace: Trace) -> pd.DataFrame:
     if df.empty:
         return df
     return df.drop(columns=["top"]).assign(
-        **{c: df[c].map(lambda v: None if v is None else str(v))
-           for c in ("path_tokens", "votes", "js_paths", "verdicts", "path_p", "path_rank", "rule_stats")}
+        **{
+            c: df[c].map(lambda v: None if v is None else str(v))
+            for c in ("path_tokens", "votes", "js_paths", "verdicts", "path_p", "path_rank", "rule_stats")
+        }
     )
 
 

@@ -146,8 +146,15 @@ def _shared_model(path: str, dtype: str, device: str, device_map: str | None):
 
 
 @functools.lru_cache(maxsize=2)
-def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_map: str | None,
-               draft_quant: str, draft_vocab: int | None) -> ModelPair:  # fmt: skip
+def _load_pair(
+    target_id: str,
+    draft_id: str,
+    dtype: str,
+    device: str,
+    device_map: str | None,
+    draft_quant: str,
+    draft_vocab: int | None,
+) -> ModelPair:
     from transformers import AutoTokenizer
 
     target_path, draft_path = _resolve(target_id, "target"), _resolve(draft_id, "draft")
@@ -171,8 +178,16 @@ def _load_pair(target_id: str, draft_id: str, dtype: str, device: str, device_ma
     check_head(target, f"the target {target_id!r}")
     if draft is not target:  # one model serving both roles is checked once
         check_head(draft, f"the draft {draft_id!r}")
-    return ModelPair(target, draft, tok_t, target_id, draft_id, end_token_ids(tok_t, target.generation_config),
-                     draft_quant, draft_vocab)  # fmt: skip
+    return ModelPair(
+        target,
+        draft,
+        tok_t,
+        target_id,
+        draft_id,
+        end_token_ids(tok_t, target.generation_config),
+        draft_quant,
+        draft_vocab,
+    )
 
 
 def clear_cache() -> None:

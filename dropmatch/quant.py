@@ -26,7 +26,6 @@ from torch import nn
 from dropmatch.config import DRAFT_QUANTS
 
 
-
 def dequantised_product(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """x @ (scales · weight).T computed as the int8 kernel does: the product with the int8 weights, then the
     per-channel scales.  # [n, out]"""
@@ -44,7 +43,7 @@ class Int8Linear(nn.Module):
         self.out_features, self.in_features = weight.shape
 
     @classmethod
-    def of(cls, linear: nn.Linear) -> "Int8Linear":
+    def of(cls, linear: nn.Linear) -> Int8Linear:
         """`linear` quantised: symmetric, per output channel (w ≈ scale[o] · q[o, i], q in [-127, 127])."""
         w = linear.weight.detach().float()
         scale = w.abs().amax(dim=1).clamp_min(1e-12) / 127.0  # [out]
@@ -68,8 +67,12 @@ class Int8Linear(nn.Module):
 def quantize_int8(model: nn.Module) -> int:
     """Replace every nn.Linear of `model` (its LM head included) by an Int8Linear, in place; the count replaced.
     A head tied to the input embeddings is untied: the embeddings keep their own weights."""
-    swaps = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-             if isinstance(child, nn.Linear)]  # fmt: skip
+    swaps = [
+        (parent, name, child)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+        if isinstance(child, nn.Linear)
+    ]
     for parent, name, child in swaps:
         setattr(parent, name, Int8Linear.of(child))
     return len(swaps)
@@ -101,8 +104,9 @@ class PrunedHead(nn.Module):
         if isinstance(head, Int8Linear):
             self.sub = Int8Linear(head.weight[kept].clone(), head.scales[kept].clone(), bias)
         else:
-            self.sub = nn.Linear(head.in_features, len(kept), bias=bias is not None, device=head.weight.device,
-                                 dtype=head.weight.dtype)  # fmt: skip
+            self.sub = nn.Linear(
+                head.in_features, len(kept), bias=bias is not None, device=head.weight.device, dtype=head.weight.dtype
+            )
             with torch.no_grad():
                 self.sub.weight.copy_(head.weight.detach()[kept])
                 if bias is not None:

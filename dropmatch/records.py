@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dropmatch.criteria import RULES, accept_reason
 from dropmatch.config import RECORDED_STATISTICS
+from dropmatch.criteria import RULES, accept_reason
 from dropmatch.evidence import Evidence
 from dropmatch.trace import TokenRecord
 
@@ -71,8 +71,11 @@ def path_fields(checked: Checked, draft_token: int, full: bool) -> dict:
         "path_rank": ((logp > logp[:, draft_token : draft_token + 1]).sum(-1) + 1).tolist(),
     }
     if full or "js_paths" in vars(stats):  # JS values are cached only where a rule needed them
-        fields |= {"js_paths": stats.js_paths[i].tolist(), "threshold": float(stats.js_paths[i].max()),
-                   "js_draft": float(stats.js_draft[i])}  # fmt: skip
+        fields |= {
+            "js_paths": stats.js_paths[i].tolist(),
+            "threshold": float(stats.js_paths[i].max()),
+            "js_draft": float(stats.js_draft[i]),
+        }
     return fields
 
 

@@ -79,7 +79,7 @@ def check_value(value, hint, where: str) -> None:
     elif origin is dict or hint is dict:
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected an object, got {_show(value)}")
-        for key, item in (value.items() if args else []):
+        for key, item in value.items() if args else []:
             check_value(key, args[0], f"{where} key")
             check_value(item, args[1], f"{where}.{key}")
     else:

@@ -100,7 +100,7 @@ class Trace:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict, vocab: int = MAX_TOKEN_ID) -> "Trace":
+    def from_dict(cls, data: dict, vocab: int = MAX_TOKEN_ID) -> Trace:
         """A trace from its dict, checked (`check`): a ValueError names the first field that is wrong. Its config
         is the checked one, with every setting filled in."""
         config = check(data, vocab)
@@ -118,7 +118,7 @@ class Trace:
         return text
 
     @classmethod
-    def from_json(cls, source: str | Path) -> "Trace":
+    def from_json(cls, source: str | Path) -> Trace:
         """Parse a JSON string, or read a file when given a path."""
         if isinstance(source, Path) or not str(source).lstrip().startswith("{"):
             source = Path(source).read_bytes()
@@ -132,11 +132,28 @@ class Trace:
 
 
 # ---- the check at the boundary ------------------------------------------------------------------
-TOP_N = {"ids": list[int], "texts": list[str], "draft": list[float], "target": list[float], "centroid": list[float],
-         "paths": list[list[float]]}  # a record's top-N distributions over the union of the heads' top tokens
-TOP = {"config": dict, "target_id": str, "draft_id": str | None, "prompt": str, "n_prompt_tokens": int,
-       "token_ids": list[int], "text": str, "records": list, "rounds": list, "finish": str | None, "chat": bool,
-       "environment": dict[str, str]}  # fmt: skip
+TOP_N = {
+    "ids": list[int],
+    "texts": list[str],
+    "draft": list[float],
+    "target": list[float],
+    "centroid": list[float],
+    "paths": list[list[float]],
+}  # a record's top-N distributions over the union of the heads' top tokens
+TOP = {
+    "config": dict,
+    "target_id": str,
+    "draft_id": str | None,
+    "prompt": str,
+    "n_prompt_tokens": int,
+    "token_ids": list[int],
+    "text": str,
+    "records": list,
+    "rounds": list,
+    "finish": str | None,
+    "chat": bool,
+    "environment": dict[str, str],
+}
 
 
 def _at_least(value, lo, where: str) -> None:
@@ -156,8 +173,9 @@ def _check_record(r: dict, where: str, config: DecodeConfig, vocab: int) -> None
         raise ValueError(f"{where}.kind: must be one of {', '.join(KINDS)}, got {r['kind']!r}")
     allowed = DRAFT_REASONS if r["kind"] == "draft" else (r["kind"],)
     if r["reason"] not in allowed:
-        raise ValueError(f"{where}.reason: a {r['kind']} record's reason is one of {', '.join(allowed)}, "
-                         f"got {r['reason']!r}")  # fmt: skip
+        raise ValueError(
+            f"{where}.reason: a {r['kind']} record's reason is one of {', '.join(allowed)}, got {r['reason']!r}"
+        )
     _within(r["pos"], 1, config.gamma + 1, f"{where}.pos")
     for i, vote in enumerate(r.get("votes") or []):
         if len(vote) != 2 or not 1 <= vote[1] <= config.K:
@@ -170,16 +188,22 @@ def _check_record(r: dict, where: str, config: DecodeConfig, vocab: int) -> None
         for name, hint in TOP_N.items():
             check_value(top[name], hint, f"{where}.top.{name}")
         for name in ("draft", "target", "centroid", "paths"):
-            _within([v for row in top[name] for v in row] if name == "paths" else top[name], 0.0, 1.0,
-                    f"{where}.top.{name}")  # fmt: skip
+            _within(
+                [v for row in top[name] for v in row] if name == "paths" else top[name], 0.0, 1.0, f"{where}.top.{name}"
+            )
         lengths = {len(top[k]) for k in ("ids", "texts", "draft", "target", "centroid")}
         if len(lengths) != 1 or any(len(row) != len(top["ids"]) for row in top["paths"]):
             raise ValueError(f"{where}.top: its lists must all hold one value per token id")
         if len(top["paths"]) != config.K:
             raise ValueError(f"{where}.top.paths: holds {len(top['paths'])} rows for K = {config.K} paths")
-    ids = {"token_id": r["token_id"], "target_argmax": r.get("target_argmax"), "majority": r.get("majority"),
-           "path_tokens": r.get("path_tokens"), "votes": [t for t, _ in r.get("votes") or []],
-           "top.ids": (r.get("top") or {}).get("ids")}  # fmt: skip
+    ids = {
+        "token_id": r["token_id"],
+        "target_argmax": r.get("target_argmax"),
+        "majority": r.get("majority"),
+        "path_tokens": r.get("path_tokens"),
+        "votes": [t for t, _ in r.get("votes") or []],
+        "top.ids": (r.get("top") or {}).get("ids"),
+    }
     for name, value in ids.items():
         _within(value, 0, vocab - 1, f"{where}.{name} (a token id)")
     for name in ("p", "q", "p_argmax", "path_p"):
@@ -223,8 +247,16 @@ def check(data: dict, vocab: int = MAX_TOKEN_ID) -> DecodeConfig:
         check_fields(r, RoundRecord, f"rounds[{i}]")
         if r["round"] != i:
             raise ValueError(f"rounds[{i}].round: rounds must be numbered 0, 1, 2, ... in order, got {r['round']}")
-        for name in ("draft_forwards", "head_products", "path_positions", "t_draft", "t_target", "t_paths",
-                     "t_criteria", "t_total"):  # fmt: skip
+        for name in (
+            "draft_forwards",
+            "head_products",
+            "path_positions",
+            "t_draft",
+            "t_target",
+            "t_paths",
+            "t_criteria",
+            "t_total",
+        ):
             _at_least(r[name], 0, f"rounds[{i}].{name}")
     if not data["rounds"]:
         raise ValueError("rounds: the trace holds no rounds (nothing was decoded)")
@@ -236,15 +268,19 @@ def check(data: dict, vocab: int = MAX_TOKEN_ID) -> DecodeConfig:
         if r["round"] >= len(data["rounds"]):
             raise ValueError(f"{where}.round: the trace has {len(data['rounds'])} rounds, got round {r['round']}")
         if (r["round"], r["pos"]) != expected and not (r["kind"] != "draft" and r["round"] == expected[0]):
-            raise ValueError(f"{where}: records must run round by round, drafts at positions 1, 2, ... then one "
-                             f"correction or bonus; expected round {expected[0]} position {expected[1]}, got round "
-                             f"{r['round']} position {r['pos']} ({r['kind']})")  # fmt: skip
+            raise ValueError(
+                f"{where}: records must run round by round, drafts at positions 1, 2, ... then one "
+                f"correction or bonus; expected round {expected[0]} position {expected[1]}, got round "
+                f"{r['round']} position {r['pos']} ({r['kind']})"
+            )
         expected = (r["round"], r["pos"] + 1) if r["kind"] == "draft" else (r["round"] + 1, 1)
     if expected != (len(data["rounds"]), 1):
         open_round = expected[0] < len(data["rounds"]) and expected[1] > 1
-        raise ValueError(f"records: round {expected[0]} has no correction, bonus or target record to close it"
-                         if open_round else f"records: the trace has {len(data['rounds'])} rounds, its records end "
-                         f"at round {expected[0]}")  # fmt: skip
+        raise ValueError(
+            f"records: round {expected[0]} has no correction, bonus or target record to close it"
+            if open_round
+            else f"records: the trace has {len(data['rounds'])} rounds, its records end at round {expected[0]}"
+        )
     emitted = [r["token_id"] for r in data["records"] if r["emitted"]]
     if emitted != data.get("token_ids", emitted):
         raise ValueError("token_ids: must be the emitted records' tokens, in order")

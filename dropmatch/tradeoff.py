@@ -31,16 +31,26 @@ MEASURES = {
     "score": Measure("task score (pass@1)", "higher", "mean task score over problems"),
     "equal_share": Measure("tokens equal to lossless", "higher", "median share of tokens equal to lossless"),
     "length_ratio": Measure("length ratio λ", "one", "median N / N lossless on the same prompt"),
-    "loop": Measure("runs with a repetition loop", "lower", "share of runs with a loop (a span repeated >= 3 "
-                    "times covering >= 15 tokens)"),
-    "loop_relaxed": Measure("loops holding a relaxed acceptance", "lower", "share of looping runs whose loop "
-                            "holds a relaxed acceptance"),
+    "loop": Measure(
+        "runs with a repetition loop",
+        "lower",
+        "share of runs with a loop (a span repeated >= 3 times covering >= 15 tokens)",
+    ),
+    "loop_relaxed": Measure(
+        "loops holding a relaxed acceptance", "lower", "share of looping runs whose loop holds a relaxed acceptance"
+    ),
     "capped": Measure("runs that hit the length limit", "lower", "share of runs that hit max_new_tokens"),
-    "relaxed_cost_mean": Measure("cost of a relaxed acceptance (nats)", "lower", "log p(target top-1) - log p(d) "
-                                 "under the unmasked target, pooled over every relaxed acceptance"),
-    "mean_logp": Measure("target log-prob of the text (nats)", "higher", "mean over runs of the mean log p of "
-                         "emitted tokens under the unmasked target"),
-}  # fmt: skip
+    "relaxed_cost_mean": Measure(
+        "cost of a relaxed acceptance (nats)",
+        "lower",
+        "log p(target top-1) - log p(d) under the unmasked target, pooled over every relaxed acceptance",
+    ),
+    "mean_logp": Measure(
+        "target log-prob of the text (nats)",
+        "higher",
+        "mean over runs of the mean log p of emitted tokens under the unmasked target",
+    ),
+}
 KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in KNOBS.items()}}
 
 
@@ -81,20 +91,22 @@ def knob_of(row) -> float:
 def _aggregate(rows: pd.DataFrame) -> pd.Series:
     """One setting's point from its prompts' rows."""
     cost_n = rows["relaxed_emitted"].sum()
-    return pd.Series({
-        "prompts": len(rows),
-        "tau": pooled_tau(rows["n_tokens"], rows["target_forwards"]),
-        "speedup": rows["speedup"].median(),
-        "speedup_cpu": rows["speedup_cpu"].median(),
-        "score": rows["score"].mean(),
-        "equal_share": rows["equal_share"].median(),
-        "length_ratio": rows["length_ratio"].median(),
-        "loop": rows["loop"].mean(),
-        "loop_relaxed": rows["loop_relaxed"].mean(),
-        "capped": rows["capped"].mean(),
-        "relaxed_cost_mean": rows["relaxed_cost_sum"].sum() / cost_n if cost_n > 0 else float("nan"),
-        "mean_logp": rows["mean_logp"].mean(),
-    })  # fmt: skip
+    return pd.Series(
+        {
+            "prompts": len(rows),
+            "tau": pooled_tau(rows["n_tokens"], rows["target_forwards"]),
+            "speedup": rows["speedup"].median(),
+            "speedup_cpu": rows["speedup_cpu"].median(),
+            "score": rows["score"].mean(),
+            "equal_share": rows["equal_share"].median(),
+            "length_ratio": rows["length_ratio"].median(),
+            "loop": rows["loop"].mean(),
+            "loop_relaxed": rows["loop_relaxed"].mean(),
+            "capped": rows["capped"].mean(),
+            "relaxed_cost_mean": rows["relaxed_cost_sum"].sum() / cost_n if cost_n > 0 else float("nan"),
+            "mean_logp": rows["mean_logp"].mean(),
+        }
+    )
 
 
 def setting_points(df: pd.DataFrame) -> pd.DataFrame:
@@ -178,8 +190,15 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
     rows = []
     for _, p in points[points["method"] == "lossless"].iterrows():
         rows.append({"rule": "lossless", "knob_name": "", "knob": None, "basis": "baseline", **p[SHOWN]})
-    rows.append({"rule": dm["rule"].iloc[0], "knob_name": "p_drop", "knob": ref["p_drop"], "basis": "the reference",
-                 **dm.iloc[0][SHOWN]})  # fmt: skip
+    rows.append(
+        {
+            "rule": dm["rule"].iloc[0],
+            "knob_name": "p_drop",
+            "knob": ref["p_drop"],
+            "basis": "the reference",
+            **dm.iloc[0][SHOWN],
+        }
+    )
     for rule, curve in points[points["method"] == "relative"].groupby("rule", sort=False):
         knob = KNOBS[rule]
         if len(curve) == 1:
@@ -190,8 +209,9 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
             span = f"tau {curve['tau'].min():.2f}-{curve['tau'].max():.2f}"
             rows.append({"rule": rule, "knob_name": knob.name, "knob": None, "basis": f"not reached ({span})"})
             continue
-        rows.append({"rule": rule, "knob_name": knob.name, "knob": found[0], "basis": found[1],
-                     **_at_knob(curve, found[0])})  # fmt: skip
+        rows.append(
+            {"rule": rule, "knob_name": knob.name, "knob": found[0], "basis": found[1], **_at_knob(curve, found[0])}
+        )
     out = pd.DataFrame(rows)
     out.insert(3, "tau_target", target)
     return out.dropna(axis=1, how="all")

@@ -10,8 +10,8 @@ import os
 
 import pytest
 import torch
-
-from tiny_pair import byte_tokenizer, tiny_pair as build_tiny_pair
+from tiny_pair import byte_tokenizer
+from tiny_pair import tiny_pair as build_tiny_pair
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -13,6 +13,7 @@ import dataclasses
 
 import pytest
 import torch
+from tiny_pair import byte_tokenizer, tiny_models
 from transformers import (
     AutoModelForCausalLM,
     Gemma2Config,
@@ -28,7 +29,6 @@ from transformers import (
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate
 from dropmatch.models import ModelPair, check_head, encode_prompt
-from tiny_pair import byte_tokenizer, tiny_models
 
 PROMPT = "def fib(n): return n if n < 2 else"  # 34 tokens: longer than the sliding windows below
 N = 24
@@ -45,8 +45,11 @@ def with_head_bias(model: LlamaForCausalLM, seed: int) -> LlamaForCausalLM:
 
 
 FAMILIES = {
-    "gemma2 (soft-capping, sliding window 8)": (Gemma2Config, Gemma2ForCausalLM, dict(
-        head_dim=8, sliding_window=8, final_logit_softcapping=2.0, query_pre_attn_scalar=8)),
+    "gemma2 (soft-capping, sliding window 8)": (
+        Gemma2Config,
+        Gemma2ForCausalLM,
+        dict(head_dim=8, sliding_window=8, final_logit_softcapping=2.0, query_pre_attn_scalar=8),
+    ),
     "granite (logits scaling)": (GraniteConfig, GraniteForCausalLM, dict(logits_scaling=0.25)),
     "mistral (sliding window 8)": (MistralConfig, MistralForCausalLM, dict(sliding_window=8)),
     "llama (head bias)": (LlamaConfig, LlamaForCausalLM, {}),
@@ -56,8 +59,9 @@ FAMILIES = {
 def family_pair(name: str, noise: float = 0.01) -> ModelPair:
     config_cls, model_cls, extra = FAMILIES[name]
     tok = byte_tokenizer()
-    target, draft = tiny_models(len(tok), noise, config_cls=config_cls, model_cls=model_cls, initializer_range=0.2,
-                                **extra)  # fmt: skip
+    target, draft = tiny_models(
+        len(tok), noise, config_cls=config_cls, model_cls=model_cls, initializer_range=0.2, **extra
+    )
     if "bias" in name:
         target, draft = with_head_bias(target, 0), with_head_bias(draft, 0)
     return ModelPair(target, draft, tok, name, name, frozenset())  # no end token: every run is N tokens long
@@ -121,12 +125,15 @@ def test_a_family_whose_logits_are_not_reproduced_is_refused():
 
 def test_head_offloaded_by_a_device_map_decodes_like_the_whole_model(tmp_path):
     tok = byte_tokenizer()
-    target, draft = tiny_models(len(tok), 0.01, config_cls=LlamaConfig, model_cls=LlamaForCausalLM, initializer_range=0.2)
+    target, draft = tiny_models(
+        len(tok), 0.01, config_cls=LlamaConfig, model_cls=LlamaForCausalLM, initializer_range=0.2
+    )
     whole = ModelPair(target, draft, tok, "llama", "llama", frozenset())
     target.save_pretrained(tmp_path / "target")
     device_map = {"model": "cpu", "lm_head": "disk"}  # accelerate moves the head in through its hooks
-    split = AutoModelForCausalLM.from_pretrained(tmp_path / "target", dtype=torch.float32, device_map=device_map,
-                                                 offload_folder=str(tmp_path / "offload")).eval()  # fmt: skip
+    split = AutoModelForCausalLM.from_pretrained(
+        tmp_path / "target", dtype=torch.float32, device_map=device_map, offload_folder=str(tmp_path / "offload")
+    ).eval()
     assert split.lm_head.weight.device.type == "meta"  # nothing to multiply without the hooks
     check_head(split)
     pair = dataclasses.replace(whole, target=split)

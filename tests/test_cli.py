@@ -36,7 +36,11 @@ def test_bad_input_exits_2_with_one_line(args, message, capsys):
 
 
 def test_the_entry_point_exits_2_with_one_line_and_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "dropmatch", "generate", "--prompt", "hi", "--gamma", "0"],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "dropmatch", "generate", "--prompt", "hi", "--gamma", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "gamma must be an integer in [1, 16]" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

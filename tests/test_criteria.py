@@ -85,7 +85,9 @@ def test_js_plus_majority_is_js_or_majority_with_both_reasons():
 
 def test_centroid_is_softmax_of_mean_logits():
     logits = torch.randn(2, 5, 7, generator=torch.Generator().manual_seed(0))
-    s = PathStats(logits=logits, draft=torch.zeros(2, dtype=torch.long), q_logprobs=torch.log_softmax(torch.randn(2, 7), -1))
+    s = PathStats(
+        logits=logits, draft=torch.zeros(2, dtype=torch.long), q_logprobs=torch.log_softmax(torch.randn(2, 7), -1)
+    )
     assert torch.allclose(s.centroid_logprobs.exp(), torch.softmax(logits.mean(1), -1), atol=1e-6)
     mean_of_probs = torch.softmax(logits, -1).mean(1)
     assert not torch.allclose(s.centroid_logprobs.exp(), mean_of_probs, atol=1e-3)
@@ -144,7 +146,9 @@ def test_js_threshold_is_the_max_over_paths_not_the_min_or_mean():
     # Five paths: four tight around token 0, one spread out. The draft's JS to the centroid lies strictly
     # between the smallest path JS and the largest one (and above their mean): only max accepts it.
     logits = torch.tensor([[[4.0, 1.0, 0.0, 0.0]] * 4 + [[1.0, 1.0, 1.0, 0.0]]])
-    stats_ = PathStats(logits=logits, draft=torch.tensor([0]), q_logprobs=torch.log_softmax(torch.tensor([[2.0, 1.0, 0.5, 0.0]]), -1))
+    stats_ = PathStats(
+        logits=logits, draft=torch.tensor([0]), q_logprobs=torch.log_softmax(torch.tensor([[2.0, 1.0, 0.5, 0.0]]), -1)
+    )
     js_paths, js_draft = stats_.js_paths[0], float(stats_.js_draft[0])
     assert float(js_paths.min()) < js_draft <= float(js_paths.max())
     assert js_draft > float(js_paths.mean())

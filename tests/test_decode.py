@@ -51,14 +51,19 @@ def test_p_drop_zero_greedy_computes_no_paths(noisy_pair, prompt):
     assert any(r.kind == "correction" for r in lossless.records)  # rejections happen: the paths would be asked
     for criterion in ("js+majority", "naive", "majority"):
         lazy = generate(noisy_pair, prompt, cfg(method="dropmatch", p_drop=0.0, criterion=criterion, max_new_tokens=48))
-        shown = generate(noisy_pair, prompt, cfg(method="dropmatch", p_drop=0.0, criterion=criterion, max_new_tokens=48,
-                                                 evidence=True))  # fmt: skip
+        shown = generate(
+            noisy_pair,
+            prompt,
+            cfg(method="dropmatch", p_drop=0.0, criterion=criterion, max_new_tokens=48, evidence=True),
+        )
         assert lazy.token_ids == shown.token_ids == lossless.token_ids, criterion
         assert sum(r.path_positions for r in lazy.rounds) == 0 < sum(r.path_positions for r in shown.rounds)
 
 
 def test_dropmatch_accepts_at_least_lossless_every_round(tiny_pair):
-    trace = generate(tiny_pair, PROMPTS[0], cfg(method="dropmatch", p_drop=0.5, criterion="naive", evidence=True, max_new_tokens=48))
+    trace = generate(
+        tiny_pair, PROMPTS[0], cfg(method="dropmatch", p_drop=0.5, criterion="naive", evidence=True, max_new_tokens=48)
+    )
     relaxed = 0
     for t in range(len(trace.rounds)):
         drafts = [r for r in trace.round_records(t) if r.kind == "draft"]
@@ -221,7 +226,9 @@ def test_lossless_sampling_draws_from_the_target_distribution(draft_quant):
     expected = [float(p[b]) for b in bins] + [1 - float(p[bins].sum())]
     observed = [0] * 6
     for seed in range(runs):
-        first = generate(pair, prompt, cfg(method="lossless", temperature=T, seed=seed, gamma=3, max_new_tokens=2)).token_ids[0]
+        first = generate(
+            pair, prompt, cfg(method="lossless", temperature=T, seed=seed, gamma=3, max_new_tokens=2)
+        ).token_ids[0]
         observed[bins.index(first) if first in bins else 5] += 1
     chi2 = sum((o - runs * e) ** 2 / (runs * e) for o, e in zip(observed, expected))
     assert chi2 < 20.52, (observed, [round(runs * e) for e in expected])  # chi-square, 5 df, p = 0.001
@@ -230,7 +237,9 @@ def test_lossless_sampling_draws_from_the_target_distribution(draft_quant):
 
 
 def test_replace_mode_labels_accepts_by_the_criterion_and_evidence_marks_skipped_paths(noisy_pair):
-    replace = generate(noisy_pair, PROMPTS[0], cfg(method="dropmatch", mode="replace", criterion="majority", evidence=True))
+    replace = generate(
+        noisy_pair, PROMPTS[0], cfg(method="dropmatch", mode="replace", criterion="majority", evidence=True)
+    )
     accepted = [r for r in replace.records if r.kind == "draft" and r.accepted]
     assert accepted and all(r.reason == "majority" for r in accepted)  # never "exact": lossless decides nothing
     assert any(r.lossless for r in accepted)
@@ -269,7 +278,10 @@ def test_a_relative_accepts_at_least_lossless_and_never_computes_paths(noisy_pai
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_a_relative_decides_the_same_lazily_and_with_full_evidence(noisy_pair, temperature):
     base = cfg(method="relative", criterion="top-k", knob=2, temperature=temperature, seed=3)
-    lazy, full = generate(noisy_pair, PROMPTS[1], base), generate(noisy_pair, PROMPTS[1], dataclasses.replace(base, evidence=True))
+    lazy, full = (
+        generate(noisy_pair, PROMPTS[1], base),
+        generate(noisy_pair, PROMPTS[1], dataclasses.replace(base, evidence=True)),
+    )
     assert lazy.token_ids == full.token_ids
     assert [(r.round, r.pos, r.reason) for r in lazy.records] == [(r.round, r.pos, r.reason) for r in full.records]
     drafts = [r for r in full.records if r.kind == "draft"]

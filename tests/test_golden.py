@@ -3,7 +3,8 @@
 The file holds, per case, the token ids, every token record and every round's costs (timings left out) of a
 decode on the hermetic tiny pair (noise 0.002) or its noisy twin (noise 0.01): greedy and sampled, lazy and
 evidence, OR and replace mode (before the relatives joined the registry, so their verdicts and statistics are
-not in it). Token ids, decisions and reasons must match exactly; floats to 1e-5 (the JS values, a difference of entropies, move by about 1e-6 with the thread count).
+not in it). Token ids, decisions and reasons must match exactly; floats to 1e-5 (the JS values, a difference of
+entropies, move by about 1e-6 with the thread count).
 """
 
 import json

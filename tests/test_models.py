@@ -1,10 +1,10 @@
 """Loading pairs by local path: a pair with different tokenizers and a missing model are clear errors."""
 
 import pytest
+from tiny_pair import tiny_models
 from transformers import AutoTokenizer
 
 from dropmatch.models import load_pair
-from tiny_pair import tiny_models
 
 
 @pytest.fixture(scope="module")

@@ -31,16 +31,34 @@ def test_repetition_loop(ids, expected):
 
 def record(round_, pos, token, *, kind="draft", accepted=True, lossless=True, p=0.5, p_argmax=0.5, emitted=True):
     reason = {"correction": "correction", "bonus": "bonus"}.get(kind, "exact" if lossless else "js")
-    return TokenRecord(round=round_, pos=pos, kind=kind, token_id=token, text=str(token), emitted=emitted, reason=reason,
-                       accepted=accepted if kind == "draft" else None, lossless=lossless if kind == "draft" else None,
-                       p=p, p_argmax=p_argmax)  # fmt: skip
+    return TokenRecord(
+        round=round_,
+        pos=pos,
+        kind=kind,
+        token_id=token,
+        text=str(token),
+        emitted=emitted,
+        reason=reason,
+        accepted=accepted if kind == "draft" else None,
+        lossless=lossless if kind == "draft" else None,
+        p=p,
+        p_argmax=p_argmax,
+    )
 
 
 def trace_of(records: list[TokenRecord], finish="eos") -> Trace:
     rounds = sorted({r.round for r in records})
-    return Trace(config={"method": "dropmatch", "gamma": 5}, target_id="t", draft_id="d", prompt="x", n_prompt_tokens=1,
-                 token_ids=[r.token_id for r in records if r.emitted], records=records, finish=finish,
-                 rounds=[RoundRecord(t, 5, 6, 0, 0, 0, 0, 0, 1.0) for t in rounds])  # fmt: skip
+    return Trace(
+        config={"method": "dropmatch", "gamma": 5},
+        target_id="t",
+        draft_id="d",
+        prompt="x",
+        n_prompt_tokens=1,
+        token_ids=[r.token_id for r in records if r.emitted],
+        records=records,
+        finish=finish,
+        rounds=[RoundRecord(t, 5, 6, 0, 0, 0, 0, 0, 1.0) for t in rounds],
+    )
 
 
 def test_cost_of_relaxed_acceptances_and_log_probability_of_the_text():
@@ -48,7 +66,9 @@ def test_cost_of_relaxed_acceptances_and_log_probability_of_the_text():
         record(0, 1, 11, p=0.8, p_argmax=0.8),  # exact: no cost
         record(0, 2, 12, lossless=False, p=0.2, p_argmax=0.5),  # relaxed: ln(0.5 / 0.2)
         record(0, 3, 13, lossless=False, p=0.1, p_argmax=0.4),  # relaxed: ln(0.4 / 0.1)
-        record(0, 4, 14, accepted=False, lossless=False, p=0.01, p_argmax=0.9, emitted=False),  # rejected: not in the text
+        record(
+            0, 4, 14, accepted=False, lossless=False, p=0.01, p_argmax=0.9, emitted=False
+        ),  # rejected: not in the text
         record(0, 4, 15, kind="correction", p=0.9, p_argmax=0.9),
     ]
     q = metrics.quality(trace_of(recs))

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from dropmatch.cli import main
 from dropmatch import metrics
+from dropmatch.cli import main
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import Decoder, generate
 from dropmatch.models import encode_prompt
@@ -57,7 +57,9 @@ def test_lossless_with_the_int8_draft_equals_target_greedy_real_pair(real_pair_f
 @pytest.mark.parametrize("prompt, chat", PROMPTS[:2])
 def test_p_drop_zero_equals_lossless_real_pair(real_pair_f32, prompt, chat):
     lossless = generate(real_pair_f32, prompt, DecodeConfig(method="lossless", max_new_tokens=N), chat=chat)
-    dm = generate(real_pair_f32, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, evidence=True, max_new_tokens=N), chat=chat)
+    dm = generate(
+        real_pair_f32, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, evidence=True, max_new_tokens=N), chat=chat
+    )
     assert dm.token_ids == lossless.token_ids
     assert metrics.compute(dm)["relaxed_share"] == 0.0
 
@@ -65,10 +67,10 @@ def test_p_drop_zero_equals_lossless_real_pair(real_pair_f32, prompt, chat):
 def test_caches_are_cut_to_the_accepted_length(real_pair_f32):
     ids = encode_prompt(real_pair_f32.tokenizer, PROMPTS[0][0])
     decoder = Decoder(real_pair_f32, DecodeConfig(method="dropmatch", max_new_tokens=N), ids)
-    for trace in decoder.rounds():
+    for _ in decoder.rounds():
         assert decoder.target.length == len(decoder.ids) - 1
         assert decoder.draft.length <= len(decoder.ids) - 1
-    assert len(trace.token_ids) == N
+    assert len(decoder.trace.token_ids) == N
 
 
 def test_the_embedded_pair_stops_at_both_qwen_end_tokens(real_pair_f32):
@@ -78,12 +80,33 @@ def test_the_embedded_pair_stops_at_both_qwen_end_tokens(real_pair_f32):
 
 def test_generate_json_contract(real_pair_f32, tmp_path, capsys):
     out = tmp_path / "run.json"
-    code = main(["generate", "--prompt", "def add(a, b):", "--max-new-tokens", "12", "--dtype", "float32",
-                 "--device", "cpu", "--json", str(out)])
+    code = main(
+        [
+            "generate",
+            "--prompt",
+            "def add(a, b):",
+            "--max-new-tokens",
+            "12",
+            "--dtype",
+            "float32",
+            "--device",
+            "cpu",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     assert {"config", "text", "token_ids", "records", "metrics"} <= set(data)
     assert len(data["token_ids"]) == data["metrics"]["n_tokens"] <= 12
-    assert {"tau", "acceptance_rate", "tokens_per_s", "target_forwards", "draft_forwards", "n_tokens", "histogram"} <= set(data["metrics"])
+    assert {
+        "tau",
+        "acceptance_rate",
+        "tokens_per_s",
+        "target_forwards",
+        "draft_forwards",
+        "n_tokens",
+        "histogram",
+    } <= set(data["metrics"])
     assert data["config"]["method"] == "dropmatch" and data["config"]["K"] == 5
     assert data["text"] in capsys.readouterr().out

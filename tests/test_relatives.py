@@ -8,7 +8,7 @@ import torch
 
 from dropmatch.config import KNOBS
 from dropmatch.criteria import RULES
-from dropmatch.evidence import Evidence, kl_divergence
+from dropmatch.evidence import Evidence
 
 
 def evidence(p: list[float] | None = None, q: list[float] | None = None, draft: int = 0, z: list[float] | None = None):
@@ -118,8 +118,11 @@ def test_a_rule_reads_the_same_from_evidence_and_from_recorded_numbers():
     """The inspector rebuilds a verdict from a record's numbers: a dict of one-element tensors decides as the
     Evidence it came from."""
     gen = torch.Generator().manual_seed(0)
-    ev = Evidence(draft=torch.tensor([1, 4, 2]), q_logprobs=torch.log_softmax(torch.randn(3, 6, generator=gen), -1),
-                  target_logits=torch.randn(3, 6, generator=gen) * 3 + 2)
+    ev = Evidence(
+        draft=torch.tensor([1, 4, 2]),
+        q_logprobs=torch.log_softmax(torch.randn(3, 6, generator=gen), -1),
+        target_logits=torch.randn(3, 6, generator=gen) * 3 + 2,
+    )
     for name in KNOBS:
         rule = RULES[name]
         for row in range(3):

@@ -11,7 +11,9 @@ PROMPT = "def add(a, b):"
 
 @pytest.fixture(scope="module")
 def relative_trace(noisy_pair):
-    return generate(noisy_pair, PROMPT, DecodeConfig(method="relative", criterion="top-k", knob=2, evidence=True, max_new_tokens=24))
+    return generate(
+        noisy_pair, PROMPT, DecodeConfig(method="relative", criterion="top-k", knob=2, evidence=True, max_new_tokens=24)
+    )
 
 
 @pytest.fixture(scope="module")

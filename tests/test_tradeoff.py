@@ -15,11 +15,26 @@ from viz.sweep import tradeoff, tradeoff_measures
 def rows(method, tau, quality, prompts=2, **setting) -> list[dict]:
     """`prompts` rows of one setting with the given pooled tau (N = 60 over 60 / tau forwards) and quality."""
     base = {"method": method, "gamma": 5, "K": None, "p_drop": None, "criterion": None, "knob": None} | setting
-    return [base | {"prompt_id": f"p{i}", "n_tokens": 60, "target_forwards": 60 / tau, "speedup": tau / 3,
-                    "speedup_cpu": tau / 3, "score": quality, "equal_share": quality, "length_ratio": 1.0,
-                    "loop": 0.0, "loop_relaxed": np.nan, "capped": 1.0, "relaxed_cost_sum": 2.0 * (1 - quality),
-                    "relaxed_emitted": 2, "mean_logp": -1.0}
-            for i in range(prompts)]  # fmt: skip
+    return [
+        base
+        | {
+            "prompt_id": f"p{i}",
+            "n_tokens": 60,
+            "target_forwards": 60 / tau,
+            "speedup": tau / 3,
+            "speedup_cpu": tau / 3,
+            "score": quality,
+            "equal_share": quality,
+            "length_ratio": 1.0,
+            "loop": 0.0,
+            "loop_relaxed": np.nan,
+            "capped": 1.0,
+            "relaxed_cost_sum": 2.0 * (1 - quality),
+            "relaxed_emitted": 2,
+            "mean_logp": -1.0,
+        }
+        for i in range(prompts)
+    ]
 
 
 @pytest.fixture

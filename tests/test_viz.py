@@ -19,8 +19,8 @@ from viz.rounds import MAP_REASONS, reason_grid
 from viz.steps import STAGES
 from viz.summary import status_line, traces_from_data
 from viz.tables import FROM_ONE
-from viz.tokens import first_divergence
 from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
+from viz.tokens import first_divergence
 
 TRACES = Path(__file__).resolve().parents[1] / "assets" / "traces"
 
@@ -120,8 +120,14 @@ def test_distribution_heatmap_rows_and_draft_column(dm):
 
 
 def test_shown_columns_keep_the_marked_tokens():
-    top = {"ids": list(range(30)), "texts": [str(i) for i in range(30)], "draft": [0.0] * 30,
-           "target": [1 / (i + 1) for i in range(30)], "centroid": [0.0] * 30, "paths": [[0.0] * 30]}
+    top = {
+        "ids": list(range(30)),
+        "texts": [str(i) for i in range(30)],
+        "draft": [0.0] * 30,
+        "target": [1 / (i + 1) for i in range(30)],
+        "centroid": [0.0] * 30,
+        "paths": [[0.0] * 30],
+    }
     cols = shown_columns(top, keep=[29], limit=5)
     assert cols == [0, 1, 2, 3, 29]
 

@@ -30,7 +30,9 @@ def byte_tokenizer() -> PreTrainedTokenizerFast:
     return tok
 
 
-def tiny_models(vocab: int, noise: float = 0.002, seed: int = 0, config_cls=Qwen2Config, model_cls=Qwen2ForCausalLM, **extra):
+def tiny_models(
+    vocab: int, noise: float = 0.002, seed: int = 0, config_cls=Qwen2Config, model_cls=Qwen2ForCausalLM, **extra
+):
     """A random target and a draft that is the target with weight noise, so they mostly agree."""
     config = config_cls(
         vocab_size=vocab,

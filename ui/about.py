@@ -7,9 +7,11 @@ import gradio as gr
 import viz
 from ui.common import PAPER
 
-HEADER = (f"# DropMatch Explorer\nWhy every draft token was accepted or rejected: DropMatch "
-          f"([arXiv 2603.03333]({PAPER})) or one of its relatives beside lossless speculative decoding, same draft, "
-          "same seed.")  # fmt: skip
+HEADER = (
+    f"# DropMatch Explorer\nWhy every draft token was accepted or rejected: DropMatch "
+    f"([arXiv 2603.03333]({PAPER})) or one of its relatives beside lossless speculative decoding, same draft, "
+    "same seed."
+)
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 
 

@@ -16,9 +16,21 @@ from dropmatch.lab.report import paper_comparison, summary, table_html, write_re
 from dropmatch.lab.sweep import MANIFEST, TABLE, load_sweep
 from dropmatch.tradeoff import MEASURES, matched_table
 from ui.common import (
-    PAIR_CHOICES, PAIR_INFO, PAIRS, ROOT, Parts, UserError, bind, default_pair, gpu, model_pair, parts, pick,
-    updates, user_errors,
-)  # fmt: skip
+    PAIR_CHOICES,
+    PAIR_INFO,
+    PAIRS,
+    ROOT,
+    Parts,
+    UserError,
+    bind,
+    default_pair,
+    gpu,
+    model_pair,
+    parts,
+    pick,
+    updates,
+    user_errors,
+)
 from viz.calibration import dims_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 
@@ -48,7 +60,7 @@ def recorded_choices() -> list[tuple[str, str]]:
     for key, folder in RECORDED.items():
         entries = manifest(folder)
 
-        def varied(suite: str) -> int:
+        def varied(suite: str, entries: dict = entries) -> int:
             design = entries[suite].get("design") or {}
             return sum(len(v or []) for v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.values())
 
@@ -72,9 +84,11 @@ def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
     run, env = entry.get("run", {}), (entry.get("design") or {}).get("environment", {})
     settings = df[["method", "gamma", "K", "p_drop", "criterion", "knob"]].drop_duplicates()
     machine = f"{env.get('device', '?')}, {env.get('threads', '?')} thread(s), torch {env.get('torch', '?')}"
-    return (f"**Recorded sweep · {suite}**: {df['prompt_id'].nunique()} prompts × {len(settings)} settings "
-            f"({len(df)} cells), up to {run.get('max_new_tokens')} new tokens, {run.get('dtype')}, timed on {machine}. "
-            f"Read from `{folder.relative_to(ROOT)}`: no model needed. Hover a column name for its definition.")  # fmt: skip
+    return (
+        f"**Recorded sweep · {suite}**: {df['prompt_id'].nunique()} prompts × {len(settings)} settings "
+        f"({len(df)} cells), up to {run.get('max_new_tokens')} new tokens, {run.get('dtype')}, timed on {machine}. "
+        f"Read from `{folder.relative_to(ROOT)}`: no model needed. Hover a column name for its definition."
+    )
 
 
 def content(df: pd.DataFrame, measure: str | None = None) -> dict:
@@ -99,9 +113,19 @@ def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str] | None, 
     """Every SWEEP_WIRING part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
     c = content(df)
     plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in FIGURES}
-    return updates(a, {"note": note, "compare": c["compare"], **plots, "matched": c["matched"],
-                       "measure": gr.Dropdown(**c["measure"]), "summary": c["summary"], "files": files,
-                       "source": source})  # fmt: skip
+    return updates(
+        a,
+        {
+            "note": note,
+            "compare": c["compare"],
+            **plots,
+            "matched": c["matched"],
+            "measure": gr.Dropdown(**c["measure"]),
+            "summary": c["summary"],
+            "files": files,
+            "source": source,
+        },
+    )
 
 
 def recorded_files(folder: Path) -> list[str] | None:
@@ -152,8 +176,14 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair):
     """A small one-factor sweep on the chosen pair, within LIVE_LIMITS, shown after every cell."""
     target, draft = PAIRS.get(pair, ("", "")) if isinstance(pair, str) else ("", "")
     with user_errors():
-        p = plan(suite, prompts, factor, values, max_new_tokens,
-                 {"dtype": "bfloat16", "target_id": target, "draft_id": draft})  # fmt: skip
+        p = plan(
+            suite,
+            prompts,
+            factor,
+            values,
+            max_new_tokens,
+            {"dtype": "bfloat16", "target_id": target, "draft_id": draft},
+        )
     # the recorded-sweep choice is cleared: picking a suite again brings the recorded sweep back
     yield updates(a, {"note": f"**Live sweep** · {p.describe()} · loading the model pair…", "suite": None})
     folder = Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
@@ -175,34 +205,39 @@ def _live_controls() -> dict:
     with gr.Accordion("Run a small sweep live", open=False, elem_id="lab-live"):
         with gr.Row():
             a["live_suite"] = gr.Dropdown(list(SUITES), value="mini_spec_bench", label="suite")
-            a["prompts"] = gr.Slider(*LIVE_LIMITS["prompts"], value=3, step=1, label="prompts",
-                                     info="spread over the suite's categories")  # fmt: skip
-            a["factor"] = gr.Dropdown([*FACTORS, *KNOBS], value="p_drop", label="vary",
-                                      info="a DropMatch factor, or a relative's knob")  # fmt: skip
+            a["prompts"] = gr.Slider(
+                *LIVE_LIMITS["prompts"], value=3, step=1, label="prompts", info="spread over the suite's categories"
+            )
+            a["factor"] = gr.Dropdown(
+                [*FACTORS, *KNOBS], value="p_drop", label="vary", info="a DropMatch factor, or a relative's knob"
+            )
             a["values"] = gr.Textbox("0,0.3,0.5", label="values", info="comma-separated", elem_id="lab-values")
         with gr.Row():
-            a["max_new_tokens"] = gr.Slider(*LIVE_LIMITS["max_new_tokens"], value=32, step=8,
-                                            label="max new tokens")  # fmt: skip
-            a["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO,
-                                    scale=2)  # fmt: skip
+            a["max_new_tokens"] = gr.Slider(*LIVE_LIMITS["max_new_tokens"], value=32, step=8, label="max new tokens")
+            a["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO, scale=2)
             a["run"] = gr.Button("▶ Run sweep", variant="primary", elem_id="lab-run")
             a["stop"] = gr.Button("■ Stop", variant="stop", elem_id="lab-stop")
-        gr.Markdown(f"At most {LIVE_LIMITS['cells']} cells (prompts × settings) and "
-                    f"{LIVE_LIMITS['tokens']} generated tokens in all; lossless runs once per γ, and DropMatch at the "
-                    "paper's setting beside a relative.")  # fmt: skip
+        gr.Markdown(
+            f"At most {LIVE_LIMITS['cells']} cells (prompts × settings) and "
+            f"{LIVE_LIMITS['tokens']} generated tokens in all; lossless runs once per γ, and DropMatch at the "
+            "paper's setting beside a relative."
+        )
     return a
 
 
 def _tradeoff_parts(first: dict) -> dict:
     """The relatives' section: the matched-tau table, the quality measure and the speed / quality figure."""
     a = {}
-    gr.Markdown("#### DropMatch beside its relatives\nEach relative at the knob where its τ equals DropMatch's "
-                "(paper setting), and its quality there; below, τ against a quality measure, one curve per rule, "
-                "ringed points on the Pareto front.")  # fmt: skip
+    gr.Markdown(
+        "#### DropMatch beside its relatives\nEach relative at the knob where its τ equals DropMatch's "
+        "(paper setting), and its quality there; below, τ against a quality measure, one curve per rule, "
+        "ringed points on the Pareto front."
+    )
     a["matched"] = gr.HTML(first["matched"], elem_id="lab-matched")
     a["measure"] = gr.Dropdown(**first["measure"], label="quality measure", elem_id="lab-measure")
-    a["tradeoff"] = gr.Plot(first["tradeoff"], visible=first["tradeoff"] is not None, show_label=False,
-                            elem_id="lab-tradeoff")  # fmt: skip
+    a["tradeoff"] = gr.Plot(
+        first["tradeoff"], visible=first["tradeoff"] is not None, show_label=False, elem_id="lab-tradeoff"
+    )
     return a
 
 
@@ -212,14 +247,18 @@ def layout() -> Parts:
     choice = choices[0][1] if choices else None
     folder, suite, part = recorded_table(choice) if choice else (None, None, pd.DataFrame())
     first = content(part)
-    gr.Markdown("Sweeps over prompt suites: DropMatch at each setting against lossless on the same prompt and γ, "
-                f"one factor at a time around the paper's setting (γ {PAPER_SETTING['gamma']}, K {PAPER_SETTING['K']}, "
-                f"p_drop {PAPER_SETTING['p_drop']}, {PAPER_SETTING['criterion']}), and DropMatch beside its relatives "
-                "(three knobs each on mini-Spec-Bench; on HumanEval each at the knob matching DropMatch's τ "
-                "there). The command line runs any size: `python -m dropmatch sweep`, then "
-                "`python -m dropmatch report`.")  # fmt: skip
-    a = {"suite": gr.Radio(choices, value=choice, label="Recorded sweep", elem_id="lab-suite"),
-         "source": gr.State([str(folder), suite] if choice else None)}  # fmt: skip
+    gr.Markdown(
+        "Sweeps over prompt suites: DropMatch at each setting against lossless on the same prompt and γ, "
+        f"one factor at a time around the paper's setting (γ {PAPER_SETTING['gamma']}, K {PAPER_SETTING['K']}, "
+        f"p_drop {PAPER_SETTING['p_drop']}, {PAPER_SETTING['criterion']}), and DropMatch beside its relatives "
+        "(three knobs each on mini-Spec-Bench; on HumanEval each at the knob matching DropMatch's τ "
+        "there). The command line runs any size: `python -m dropmatch sweep`, then "
+        "`python -m dropmatch report`."
+    )
+    a = {
+        "suite": gr.Radio(choices, value=choice, label="Recorded sweep", elem_id="lab-suite"),
+        "source": gr.State([str(folder), suite] if choice else None),
+    }
     a |= _live_controls()
     note = recorded_note(folder, suite, part) if choice else "No recorded sweep in `assets/`: run one live."
     a["note"] = gr.Markdown(note, elem_id="lab-note")
@@ -227,22 +266,39 @@ def layout() -> Parts:
     for row in PLOT_ROWS:
         with gr.Row():
             for name in row:
-                a[name] = gr.Plot(first[name], visible=first[name] is not None, show_label=False, min_width=340,
-                                  elem_id=f"lab-{name}")  # fmt: skip
+                a[name] = gr.Plot(
+                    first[name], visible=first[name] is not None, show_label=False, min_width=340, elem_id=f"lab-{name}"
+                )
     a |= _tradeoff_parts(first)
     a["summary"] = gr.HTML(first["summary"], elem_id="lab-summary")
-    a["files"] = gr.File(recorded_files(folder) if choice else None,
-                         label="Report (HTML) and per-prompt table (CSV)", file_count="multiple", interactive=False,
-                         elem_id="lab-files")  # fmt: skip
-    gr.Markdown("#### A p_drop that transfers: path unanimity per p_drop\n`python -m dropmatch calibrate` on this "
-                "suite's lossless outputs: how often all K paths keep the unmasked top-1, how often each DropMatch "
-                "rule relaxes, and which hidden dimensions move the argmax when zeroed alone.")  # fmt: skip
+    a["files"] = gr.File(
+        recorded_files(folder) if choice else None,
+        label="Report (HTML) and per-prompt table (CSV)",
+        file_count="multiple",
+        interactive=False,
+        elem_id="lab-files",
+    )
+    gr.Markdown(
+        "#### A p_drop that transfers: path unanimity per p_drop\n`python -m dropmatch calibrate` on this "
+        "suite's lossless outputs: how often all K paths keep the unmasked top-1, how often each DropMatch "
+        "rule relaxes, and which hidden dimensions move the argmax when zeroed alone."
+    )
     cal = calibration(choice)
     with gr.Row():
-        a["unanimity"] = gr.Plot(unanimity_curve(cal) if cal else None, visible=cal is not None, show_label=False,
-                                 min_width=340, elem_id="lab-unanimity")  # fmt: skip
-        a["dims"] = gr.Plot(dims_figure(cal) if cal else None, visible=cal is not None, show_label=False,
-                            min_width=340, elem_id="lab-dims")  # fmt: skip
+        a["unanimity"] = gr.Plot(
+            unanimity_curve(cal) if cal else None,
+            visible=cal is not None,
+            show_label=False,
+            min_width=340,
+            elem_id="lab-unanimity",
+        )
+        a["dims"] = gr.Plot(
+            dims_figure(cal) if cal else None,
+            visible=cal is not None,
+            show_label=False,
+            min_width=340,
+            elem_id="lab-dims",
+        )
     return parts(a)
 
 
@@ -252,6 +308,12 @@ def wire(a: Parts) -> None:
     a["suite"].input(bind(open_recorded_sweep, a), a["suite"], pick(a, SWEEP_WIRING), api_name="open_sweep")
     a["suite"].input(calibration_views, a["suite"], pick(a, ("unanimity", "dims")), api_visibility="private")
     a["measure"].input(redraw_tradeoff, pick(a, ("source", "measure")), a["tradeoff"], api_visibility="private")
-    sweep = a["run"].click(bind(live_sweep, a), pick(a, LIVE_INPUTS), pick(a, LIVE_WIRING), api_name="sweep",
-                           concurrency_id="model", preprocess=False)  # fmt: skip (raw inputs: the plan checks them)
+    sweep = a["run"].click(
+        bind(live_sweep, a),
+        pick(a, LIVE_INPUTS),
+        pick(a, LIVE_WIRING),
+        api_name="sweep",
+        concurrency_id="model",
+        preprocess=False,
+    )  # raw inputs: the plan checks them
     a["stop"].click(None, None, None, cancels=[sweep])

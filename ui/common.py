@@ -15,12 +15,20 @@ from urllib.parse import urlparse
 import gradio as gr
 from huggingface_hub import constants, try_to_load_from_cache
 
+from dropmatch import embedded
 from dropmatch.config import (
-    CRITERION_NAMES, DRAFT_QUANTS, KNOBS, LIMITS, MAX_TEMPERATURE, MODES, PAPER_SETTING, DecodeConfig, bounded_float,
+    CRITERION_NAMES,
+    DRAFT_QUANTS,
+    KNOBS,
+    LIMITS,
+    MAX_TEMPERATURE,
+    MODES,
+    PAPER_SETTING,
+    DecodeConfig,
+    bounded_float,
     bounded_int,
     criterion_method,
-)  # fmt: skip
-from dropmatch import embedded
+)
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
 from viz.summary import RUNS
 
@@ -33,8 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER = "https://arxiv.org/abs/2603.03333"
 PAIRS = {"embedded": (DEFAULT_TARGET, DEFAULT_DRAFT), "hub": HUB_PAIR}
 # Short enough for a phone; the menu's info line says more (EMBEDDED_LABEL has the details).
-PAIR_INFO = ("embedded: Qwen2.5-Coder 1.5B (Q4_K_M) + 0.5B (AWQ, Q4_K_M); hub: the bf16 originals, a different "
-             "pair (needs huggingface.co)")  # fmt: skip
+PAIR_INFO = (
+    "embedded: Qwen2.5-Coder 1.5B (Q4_K_M) + 0.5B (AWQ, Q4_K_M); hub: the bf16 originals, a different "
+    "pair (needs huggingface.co)"
+)
 PAIR_CHOICES = [
     ("Embedded 4-bit pair (offline)", "embedded"),
     ("Hub bf16 originals (online)", "hub"),
@@ -46,8 +56,14 @@ APP_VOCAB = 151_936  # the logit width of both pairs the app serves (Qwen2.5-Cod
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
 # On a CPU the int8 draft by default: lossless all the same (the target verifies every token), and a draft step
 # about 1.8x faster (README, "A lean draft"); on a GPU the stock draft (int8 there has no kernel of its own).
-DEFAULTS = {**PAPER_SETTING, "mode": MODES[0], "temperature": 0.0, "max_new_tokens": 48, "seed": 0,
-            "draft_quant": "int8" if default_device() == "cpu" else "none"}  # fmt: skip
+DEFAULTS = {
+    **PAPER_SETTING,
+    "mode": MODES[0],
+    "temperature": 0.0,
+    "max_new_tokens": 48,
+    "seed": 0,
+    "draft_quant": "int8" if default_device() == "cpu" else "none",
+}
 # What the criterion menu says of each rule: DropMatch's criteria first, then its relatives with their source.
 CRITERION_LABELS = {
     "js+majority": "DropMatch: js+majority (the paper's Algorithm 1)",
@@ -124,8 +140,9 @@ def check_prompt(prompt) -> str:
     return prompt
 
 
-def configs(gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None,
-            draft_quant=DEFAULTS["draft_quant"]) -> dict[str, DecodeConfig]:  # fmt: skip
+def configs(
+    gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None, draft_quant=DEFAULTS["draft_quant"]
+) -> dict[str, DecodeConfig]:
     """The two configs (same draft, same seed, full evidence): the chosen rule (DropMatch or a relative, at
     `knob`, empty = its default) on the first side, lossless on the second; both with the draft `draft_quant`."""
     if draft_quant in (None, ""):
@@ -148,8 +165,10 @@ def configs(gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed
             "draft_quant": draft_quant,
         }
         relaxed = DecodeConfig(method=method, criterion=criterion, mode=mode, evidence=True, knob=knob, **shared)
-        return {RUNS[0]: relaxed, RUNS[1]: DecodeConfig(method="lossless", criterion=criterion, mode=mode,
-                                                         evidence=True, **shared)}  # fmt: skip
+        return {
+            RUNS[0]: relaxed,
+            RUNS[1]: DecodeConfig(method="lossless", criterion=criterion, mode=mode, evidence=True, **shared),
+        }
 
 
 def hub_ready(timeout: float = 3.0) -> bool:
@@ -178,8 +197,10 @@ def model_pair(pair: str, draft_quant: str = "none"):
         raise UserError(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
     if pair == "hub" and not hub_ready():
         other = " Use the embedded pair." if embedded.available() else ""
-        raise UserError(f"The hub pair needs huggingface.co (or its files in the local cache), which this machine "
-                        f"cannot reach.{other}")  # fmt: skip
+        raise UserError(
+            f"The hub pair needs huggingface.co (or its files in the local cache), which this machine "
+            f"cannot reach.{other}"
+        )
     try:
         return load_pair(*PAIRS[pair], dtype="bfloat16", device=default_device(), draft_quant=draft_quant)
     except (ValueError, OSError) as err:

@@ -24,10 +24,17 @@ def controls() -> dict:
     """Which rule colours the maps, and its knob (inside the map tab)."""
     c = {}
     with gr.Row():
-        c["recolour"] = gr.Dropdown(RULE_CHOICES, value=OWN, label="Colour the maps by", scale=3, elem_id="recolour",
-                                    info="what another rule would decide on the same drafts")  # fmt: skip
-        c["rule_knob"] = gr.Number(None, label="its knob", info="relatives only; empty = the default", scale=1,
-                                   elem_id="rule-knob")  # fmt: skip
+        c["recolour"] = gr.Dropdown(
+            RULE_CHOICES,
+            value=OWN,
+            label="Colour the maps by",
+            scale=3,
+            elem_id="recolour",
+            info="what another rule would decide on the same drafts",
+        )
+        c["rule_knob"] = gr.Number(
+            None, label="its knob", info="relatives only; empty = the default", scale=1, elem_id="rule-knob"
+        )
     gr.Markdown(rules.CAVEAT, elem_classes="dm-note")
     return c
 

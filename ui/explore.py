@@ -12,9 +12,22 @@ import viz
 from dropmatch.config import DRAFT_QUANTS, LIMITS, MAX_TEMPERATURE, MODES, criterion_method
 from ui import compare, runs
 from ui.common import (
-    APP_MAX_NEW_TOKENS, APP_PROMPT_CHARS, CRITERION_CHOICES, CRITERION_LABELS, DEFAULTS, PAIR_CHOICES, PAIR_INFO, ROOT,
-    Parts, UserError, bind, default_pair, parts, pick, updates,
-)  # fmt: skip
+    APP_MAX_NEW_TOKENS,
+    APP_PROMPT_CHARS,
+    CRITERION_CHOICES,
+    CRITERION_LABELS,
+    DEFAULTS,
+    PAIR_CHOICES,
+    PAIR_INFO,
+    ROOT,
+    Parts,
+    UserError,
+    bind,
+    default_pair,
+    parts,
+    pick,
+    updates,
+)
 from viz.summary import RUNS, divergence, run_names, status_line
 
 CLICK = "Click a token of either output to inspect it."
@@ -22,8 +35,22 @@ RUN_INPUTS = ("prompt", "chat", "pair", *runs.SETTINGS)
 STATES = ("traces", "step_pos")  # session state: not sent to API clients
 # What /run, /open_files and /open_recorded update, in their order; RUN_OUTPUTS is what a client receives.
 # The maps show each run's own decisions again after a run or an opened file ("recolour" goes back to it).
-RUN_WIRING = ("DropMatch", "lossless", "map_DropMatch", "map_lossless", "table", "acceptance", "status", "traces",
-              "files", "step_md", "step_fig", "step_pos", "step_run", "recolour")  # fmt: skip
+RUN_WIRING = (
+    "DropMatch",
+    "lossless",
+    "map_DropMatch",
+    "map_lossless",
+    "table",
+    "acceptance",
+    "status",
+    "traces",
+    "files",
+    "step_md",
+    "step_fig",
+    "step_pos",
+    "step_run",
+    "recolour",
+)
 RUN_OUTPUTS = tuple(name for name in RUN_WIRING if name not in STATES)
 INSPECTOR = ("caption", "heat", "js", "votes", "rules", "selected")
 STEP = ("step_md", "step_fig", "step_pos")
@@ -37,26 +64,42 @@ def _settings() -> dict:
         c["gamma"] = gr.Slider(*LIMITS["gamma"], value=DEFAULTS["gamma"], step=1, label="γ (draft length)")
         c["K"] = gr.Slider(*LIMITS["K"], value=DEFAULTS["K"], step=1, label="K (dropout paths)")
     with gr.Row():
-        c["p_drop"] = gr.Slider(0.0, 0.95, value=DEFAULTS["p_drop"], step=0.05, label="p_drop",
-                                info="dropout on the LM-head input")  # fmt: skip
-        c["temperature"] = gr.Slider(0.0, MAX_TEMPERATURE, value=DEFAULTS["temperature"], step=0.05,
-                                     label="temperature", info="0 = greedy")  # fmt: skip
+        c["p_drop"] = gr.Slider(
+            0.0, 0.95, value=DEFAULTS["p_drop"], step=0.05, label="p_drop", info="dropout on the LM-head input"
+        )
+        c["temperature"] = gr.Slider(
+            0.0, MAX_TEMPERATURE, value=DEFAULTS["temperature"], step=0.05, label="temperature", info="0 = greedy"
+        )
     with gr.Row():
-        c["criterion"] = gr.Dropdown(CRITERION_CHOICES, value=DEFAULTS["criterion"], label="criterion",
-                                     info="DropMatch on the K paths, or one of its relatives", scale=2)  # fmt: skip
-        c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its default",
-                              elem_id="knob")  # fmt: skip
+        c["criterion"] = gr.Dropdown(
+            CRITERION_CHOICES,
+            value=DEFAULTS["criterion"],
+            label="criterion",
+            info="DropMatch on the K paths, or one of its relatives",
+            scale=2,
+        )
+        c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its default", elem_id="knob")
     with gr.Row():
         c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
     with gr.Row():
-        c["max_new_tokens"] = gr.Slider(*APP_MAX_NEW_TOKENS, value=DEFAULTS["max_new_tokens"], step=1,
-                                        label="max new tokens", elem_id="max-new-tokens")  # fmt: skip
-        c["seed"] = gr.Number(value=DEFAULTS["seed"], precision=0, minimum=LIMITS["seed"][0],
-                              maximum=LIMITS["seed"][1], label="seed")  # fmt: skip
+        c["max_new_tokens"] = gr.Slider(
+            *APP_MAX_NEW_TOKENS,
+            value=DEFAULTS["max_new_tokens"],
+            step=1,
+            label="max new tokens",
+            elem_id="max-new-tokens",
+        )
+        c["seed"] = gr.Number(
+            value=DEFAULTS["seed"], precision=0, minimum=LIMITS["seed"][0], maximum=LIMITS["seed"][1], label="seed"
+        )
     with gr.Accordion("Engine", open=False):
-        c["draft_quant"] = gr.Radio(list(DRAFT_QUANTS), value=DEFAULTS["draft_quant"], label="draft weights",
-                                    info="int8: the draft's linear layers in int8 (faster on a CPU; the target still "
-                                         "verifies every token, so lossless stays exact)")  # fmt: skip
+        c["draft_quant"] = gr.Radio(
+            list(DRAFT_QUANTS),
+            value=DEFAULTS["draft_quant"],
+            label="draft weights",
+            info="int8: the draft's linear layers in int8 (faster on a CPU; the target still "
+            "verifies every token, so lossless stays exact)",
+        )
     return c
 
 
@@ -65,15 +108,23 @@ def _controls() -> dict:
     c = {}
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
-            c["prompt"] = gr.Textbox(label="Prompt", lines=5, max_length=APP_PROMPT_CHARS,
-                                     placeholder="Type a prompt, or pick an example below.", elem_id="prompt")
+            c["prompt"] = gr.Textbox(
+                label="Prompt",
+                lines=5,
+                max_length=APP_PROMPT_CHARS,
+                placeholder="Type a prompt, or pick an example below.",
+                elem_id="prompt",
+            )
             with gr.Row():
                 c["chat"] = gr.Checkbox(value=True, label="Chat format", info="wrap the prompt in the chat template")
-                c["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO,
-                                        scale=2)  # fmt: skip
+                c["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO, scale=2)
             examples = json.loads((ROOT / "assets/examples.json").read_text(encoding="utf-8"))
-            gr.Examples([[e["prompt"], e["chat"]] for e in examples], [c["prompt"], c["chat"]],
-                        example_labels=[e["label"] for e in examples], label="Examples")
+            gr.Examples(
+                [[e["prompt"], e["chat"]] for e in examples],
+                [c["prompt"], c["chat"]],
+                example_labels=[e["label"] for e in examples],
+                label="Examples",
+            )
             with gr.Row():
                 c["run"] = gr.Button("▶ Run", variant="primary", elem_id="run-btn")
                 c["stop"] = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", interactive=False)
@@ -90,26 +141,40 @@ def _outputs() -> dict:
     with gr.Row(equal_height=True):
         for name in RUNS:
             o[name] = gr.HighlightedText(
-                label=f"{name} output · click a token to inspect it", color_map=viz.text_color_map(),
-                show_legend=False, show_inline_category=False, combine_adjacent=False,
-                elem_id=f"out-{name.lower()}", elem_classes="dm-output",
+                label=f"{name} output · click a token to inspect it",
+                color_map=viz.text_color_map(),
+                show_legend=False,
+                show_inline_category=False,
+                combine_adjacent=False,
+                elem_id=f"out-{name.lower()}",
+                elem_classes="dm-output",
             )
-    o["hovers"] = gr.HTML("", elem_id="dm-hovers", visible="hidden")  # data for the tokens' hover text (assets/app.html)
+    o["hovers"] = gr.HTML(
+        "", elem_id="dm-hovers", visible="hidden"
+    )  # data for the tokens' hover text (assets/app.html)
     with gr.Accordion("Plain text, to copy", open=False, elem_id="plain"), gr.Row():
         for name in RUNS:
-            o[f"plain_{name}"] = gr.Textbox(label=f"{name} text", lines=3, interactive=False, buttons=["copy"],
-                                            elem_id=f"plain-{name.lower()}")  # fmt: skip
+            o[f"plain_{name}"] = gr.Textbox(
+                label=f"{name} text", lines=3, interactive=False, buttons=["copy"], elem_id=f"plain-{name.lower()}"
+            )
     with gr.Group(elem_id="inspector"):
         o["caption"] = gr.Markdown("**Token inspector** · click any token above.", elem_classes="dm-caption")
         with gr.Row():
-            o["heat"] = gr.Plot(viz.message_figure(CLICK, "Top-N probabilities per head"), show_label=False,
-                                elem_id="insp-heatmap")
+            o["heat"] = gr.Plot(
+                viz.message_figure(CLICK, "Top-N probabilities per head"), show_label=False, elem_id="insp-heatmap"
+            )
         with gr.Row():
             # min_width: on a phone the two charts stack instead of sharing 390 px
-            o["js"] = gr.Plot(viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, min_width=340,
-                              elem_id="insp-js")  # fmt: skip
-            o["votes"] = gr.Plot(viz.message_figure(CLICK, "Votes of the K paths"), show_label=False, scale=3,
-                                 min_width=340, elem_id="insp-votes")  # fmt: skip
+            o["js"] = gr.Plot(
+                viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, min_width=340, elem_id="insp-js"
+            )
+            o["votes"] = gr.Plot(
+                viz.message_figure(CLICK, "Votes of the K paths"),
+                show_label=False,
+                scale=3,
+                min_width=340,
+                elem_id="insp-votes",
+            )
         o |= compare.panel()
     return o
 
@@ -126,12 +191,22 @@ def tabs(above: dict) -> Parts:
         t |= compare.controls()
         with gr.Row():
             for n in RUNS:
-                t[f"map_{n}"] = gr.Plot(viz.message_figure("No rounds yet.", f"{n}: accept / reject per round"),
-                                        show_label=False, min_width=340, elem_id=f"map-{n.lower()}")  # fmt: skip
+                t[f"map_{n}"] = gr.Plot(
+                    viz.message_figure("No rounds yet.", f"{n}: accept / reject per round"),
+                    show_label=False,
+                    min_width=340,
+                    elem_id=f"map-{n.lower()}",
+                )
     with gr.Tab("Metrics"):
-        t["table"] = gr.Dataframe(label="Metrics (dropmatch.metrics), each with its definition", wrap=True,
-                                  interactive=False, max_height=2000, pinned_columns=1, elem_id="metrics",
-                                  column_widths=["20%", "13%", "13%", "54%"])  # fmt: skip
+        t["table"] = gr.Dataframe(
+            label="Metrics (dropmatch.metrics), each with its definition",
+            wrap=True,
+            interactive=False,
+            max_height=2000,
+            pinned_columns=1,
+            elem_id="metrics",
+            column_widths=["20%", "13%", "13%", "54%"],
+        )
         t["acceptance"] = gr.Plot(viz.message_figure("No rounds yet.", ""), show_label=False, elem_id="acceptance")
     with gr.Tab("Step through"):
         with gr.Row():
@@ -141,10 +216,15 @@ def tabs(above: dict) -> Parts:
         t["step_fig"] = gr.Plot(viz.round_figure(None, 0, 0), show_label=False, elem_id="step-fig")
         t["step_md"] = gr.Markdown(viz.round_story(None, 0, 0), elem_classes="dm-story")
     with gr.Tab("Files"), gr.Row():
-        t["files"] = gr.File(label="Downloads: traces as JSON, per-token tables as CSV", file_count="multiple",
-                             interactive=False, elem_id="downloads")
-        t["upload"] = gr.File(label="Open trace JSON (one or both runs)", file_count="multiple",
-                              file_types=[".json"], elem_id="upload")
+        t["files"] = gr.File(
+            label="Downloads: traces as JSON, per-token tables as CSV",
+            file_count="multiple",
+            interactive=False,
+            elem_id="downloads",
+        )
+        t["upload"] = gr.File(
+            label="Open trace JSON (one or both runs)", file_count="multiple", file_types=[".json"], elem_id="upload"
+        )
     return parts(t)
 
 
@@ -172,8 +252,14 @@ def views(v: Parts, traces: dict, note: str, live: bool = False, maps: bool = Tr
 
 def step_view(v: Parts, traces: dict, run_name: str, t: int = 0, stage: int = 0) -> dict:
     trace = (traces or {}).get(run_name)
-    return updates(v, {"step_md": viz.round_story(trace, t, stage), "step_fig": viz.round_figure(trace, t, stage),
-                       "step_pos": [t, stage]})  # fmt: skip
+    return updates(
+        v,
+        {
+            "step_md": viz.round_story(trace, t, stage),
+            "step_fig": viz.round_figure(trace, t, stage),
+            "step_pos": [t, stage],
+        },
+    )
 
 
 def step(v: Parts, traces: dict, run_name: str, pos, delta: int) -> dict:
@@ -187,16 +273,36 @@ def step(v: Parts, traces: dict, run_name: str, pos, delta: int) -> dict:
 def finished(v: Parts, traces: dict, note: str) -> dict:
     """Every run output once a run ends or traces are opened: views, downloads, the step view at round 1."""
     first = next((n for n in RUNS if n in traces), RUNS[0])
-    return {**views(v, traces, note), v["files"]: runs.downloads(traces), **step_view(v, traces, first),
-            v["step_run"]: first, v["recolour"]: compare.OWN}  # fmt: skip
+    return {
+        **views(v, traces, note),
+        v["files"]: runs.downloads(traces),
+        **step_view(v, traces, first),
+        v["step_run"]: first,
+        v["recolour"]: compare.OWN,
+    }
 
 
-def run(v: Parts, prompt, chat, pair, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None,
-        draft_quant=DEFAULTS["draft_quant"]):  # fmt: skip
+def run(
+    v: Parts,
+    prompt,
+    chat,
+    pair,
+    gamma,
+    K,
+    p_drop,
+    criterion,
+    mode,
+    temperature,
+    max_new_tokens,
+    seed,
+    knob=None,
+    draft_quant=DEFAULTS["draft_quant"],
+):
     """The chosen rule (DropMatch or a relative) and lossless on the same prompt, draft and seed, streamed side by
     side round by round."""
-    prompt, cfgs = runs.validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob,
-                                 draft_quant)  # fmt: skip
+    prompt, cfgs = runs.validate(
+        prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob, draft_quant
+    )
     yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
     clock, traces, drawn = time.perf_counter(), {}, float("-inf")
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
@@ -224,8 +330,10 @@ def open_recorded(v: Parts) -> dict:
     traces = runs.recorded()
     env = traces[RUNS[0]].environment
     where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')})" if env else "an unnamed machine"
-    note = (f" · decoded in {where}; a live run here can part from it at a near-tie (two tokens within a rounding "
-            "step of each other go the other way when bf16 rounds differently on another CPU)")  # fmt: skip
+    note = (
+        f" · decoded in {where}; a live run here can part from it at a near-tie (two tokens within a rounding "
+        "step of each other go the other way when bf16 rounds differently on another CPU)"
+    )
     return finished(v, traces, status_line(traces, "Recorded example (no model needed)") + note)
 
 
@@ -242,14 +350,17 @@ def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OW
         raise UserError(f"No token at index {index!r} in the {run_name} output.")
     rec = trace.records[records[index]]
     ev = viz.evidence_record(trace, rec)
-    return updates(v, {
-        "caption": f"**{run_name}** · {viz.caption(trace, rec)}",
-        "heat": viz.distribution_heatmap(ev, rec if ev is not rec else None),
-        "js": viz.js_figure(ev),
-        "votes": viz.votes_figure(ev),
-        "rules": viz.rules_html(trace, ev, compare.knobs(rule, knob)),
-        "selected": [run_name, trace.records.index(ev), ev.round, ev.pos],
-    })  # fmt: skip
+    return updates(
+        v,
+        {
+            "caption": f"**{run_name}** · {viz.caption(trace, rec)}",
+            "heat": viz.distribution_heatmap(ev, rec if ev is not rec else None),
+            "js": viz.js_figure(ev),
+            "votes": viz.votes_figure(ev),
+            "rules": viz.rules_html(trace, ev, compare.knobs(rule, knob)),
+            "selected": [run_name, trace.records.index(ev), ev.round, ev.pos],
+        },
+    )
 
 
 def selector(v: Parts, run_name: str):
@@ -314,13 +425,24 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS), "hovers", "step_run"))
     relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
     idle = {"fn": lambda: stop_button(False), "outputs": v["stop"], "api_visibility": "private", "queue": False}
-    restore = {"fn": bind(restored, v), "inputs": v["traces"], "api_visibility": "private",
-               "outputs": [*labels, *pick(v, ("prompt", "chat", *runs.SETTINGS))]}  # fmt: skip
+    restore = {
+        "fn": bind(restored, v),
+        "inputs": v["traces"],
+        "api_visibility": "private",
+        "outputs": [*labels, *pick(v, ("prompt", "chat", *runs.SETTINGS))],
+    }
     v["run"].click(lambda: stop_button(True), None, v["stop"], api_visibility="private", queue=False)
     # preprocess=False: the inputs arrive as sent, and the library's checks name a bad one (a slider's own check
     # would fail with a bare "Error" on "abc" or "nan")
-    go = v["run"].click(bind(run, v), pick(v, RUN_INPUTS), out, api_name="run", concurrency_id="model",
-                        show_progress="minimal", preprocess=False)  # fmt: skip
+    go = v["run"].click(
+        bind(run, v),
+        pick(v, RUN_INPUTS),
+        out,
+        api_name="run",
+        concurrency_id="model",
+        show_progress="minimal",
+        preprocess=False,
+    )
     go.then(**relabel).then(**idle)
     stop = v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
     stop.then(**relabel).then(**idle)
@@ -329,12 +451,15 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)
     v["criterion"].change(bind(relaxed_label, v), v["criterion"], labels[:1], api_visibility="private")
     for name in RUNS:
-        v[name].select(selector(v, name), pick(v, ("traces", "recolour", "rule_knob")), pick(v, INSPECTOR),
-                       api_visibility="private")  # fmt: skip
+        v[name].select(
+            selector(v, name),
+            pick(v, ("traces", "recolour", "rule_knob")),
+            pick(v, INSPECTOR),
+            api_visibility="private",
+        )
     compare.wire(v)
     step_in = pick(v, ("traces", "step_run", "step_pos"))
     for button, delta in (("prev", -1), ("next", 1)):
         v[button].click(bind(_step_by, v, delta), step_in, pick(v, STEP), api_visibility="private")
-    v["step_run"].change(bind(step_view, v), pick(v, ("traces", "step_run")), pick(v, STEP),
-                         api_visibility="private")  # fmt: skip
+    v["step_run"].change(bind(step_view, v), pick(v, ("traces", "step_run")), pick(v, STEP), api_visibility="private")
     gr.api(runs.trace_api, api_name="trace", concurrency_id="model")

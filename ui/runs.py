@@ -9,11 +9,20 @@ from pathlib import Path
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, compute, token_table
-from dropmatch.trace import Trace
 from dropmatch.schema import MAX_BYTES, parse_json
+from dropmatch.trace import Trace
 from ui.common import (
-    APP_VOCAB, DEFAULTS, ROOT, UserError, check_prompt, configs, default_pair, gpu, model_pair, user_errors,
-)  # fmt: skip
+    APP_VOCAB,
+    DEFAULTS,
+    ROOT,
+    UserError,
+    check_prompt,
+    configs,
+    default_pair,
+    gpu,
+    model_pair,
+    user_errors,
+)
 from viz.summary import RUNS, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
@@ -51,15 +60,25 @@ def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Itera
 
 
 def trace_api(
-    prompt: str, chat: bool = False, pair: str | None = None, gamma: int = DEFAULTS["gamma"], K: int = DEFAULTS["K"],
-    p_drop: float = DEFAULTS["p_drop"], criterion: str = DEFAULTS["criterion"], mode: str = DEFAULTS["mode"],
-    temperature: float = DEFAULTS["temperature"], max_new_tokens: int = DEFAULTS["max_new_tokens"],
-    seed: int = DEFAULTS["seed"], knob: float | None = None, draft_quant: str = DEFAULTS["draft_quant"],
-) -> dict:  # fmt: skip
+    prompt: str,
+    chat: bool = False,
+    pair: str | None = None,
+    gamma: int = DEFAULTS["gamma"],
+    K: int = DEFAULTS["K"],
+    p_drop: float = DEFAULTS["p_drop"],
+    criterion: str = DEFAULTS["criterion"],
+    mode: str = DEFAULTS["mode"],
+    temperature: float = DEFAULTS["temperature"],
+    max_new_tokens: int = DEFAULTS["max_new_tokens"],
+    seed: int = DEFAULTS["seed"],
+    knob: float | None = None,
+    draft_quant: str = DEFAULTS["draft_quant"],
+) -> dict:
     """Decode with the chosen rule (DropMatch, or a relative at `knob`) and lossless; return both full traces,
     their metrics and their comparison."""
-    prompt, cfgs = validate(prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob,
-                            draft_quant)  # fmt: skip
+    prompt, cfgs = validate(
+        prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob, draft_quant
+    )
     traces = dict(rounds(pair, prompt, cfgs, chat))
     out: dict = {name: t.to_dict() for name, t in traces.items()}
     out["metrics"] = {name: compute(t) for name, t in traces.items()}
@@ -86,8 +105,9 @@ def read_traces(files) -> dict[str, Trace]:
     for path in [files] if isinstance(files, str) else files or []:
         try:
             if Path(path).stat().st_size > MAX_BYTES:
-                raise ValueError(f"the file has {Path(path).stat().st_size:,} bytes; a trace file may have at most "
-                                 f"{MAX_BYTES:,}")  # fmt: skip
+                raise ValueError(
+                    f"the file has {Path(path).stat().st_size:,} bytes; a trace file may have at most {MAX_BYTES:,}"
+                )
             traces.update(traces_from_data(parse_json(Path(path).read_bytes()), APP_VOCAB))
         except ValueError as err:
             raise UserError(f"{Path(path).name}: {err}") from None

@@ -15,20 +15,41 @@ def acceptance_figure(traces: dict[str, Trace]) -> go.Figure:
     traces = {name: t for name, t in traces.items() if t is not None and t.rounds}
     if not traces:
         return message_figure("No rounds yet.", "Acceptance per position")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(
-        "per-position rate r_i", "histogram h[j] (rounds that accepted j drafts)"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.12,
+        subplot_titles=("per-position rate r_i", "histogram h[j] (rounds that accepted j drafts)"),
+    )
     for name, trace in traces.items():
         m = compute(trace)
         color = METHOD_COLORS.get(name, "#0ea5e9")
         rates = m["per_position"]
-        fig.add_trace(go.Bar(
-            x=list(range(1, len(rates) + 1)), y=rates, name=name, marker_color=color, legendgroup=name,
-            hovertemplate=f"{name}<br>r_%{{x}} = %{{y:.2f}}<extra></extra>",
-        ), row=1, col=1)
-        fig.add_trace(go.Bar(
-            x=list(range(len(m["histogram"]))), y=m["histogram"], name=name, marker_color=color,
-            legendgroup=name, showlegend=False, hovertemplate=f"{name}<br>h[%{{x}}] = %{{y}}<extra></extra>",
-        ), row=1, col=2)
+        fig.add_trace(
+            go.Bar(
+                x=list(range(1, len(rates) + 1)),
+                y=rates,
+                name=name,
+                marker_color=color,
+                legendgroup=name,
+                hovertemplate=f"{name}<br>r_%{{x}} = %{{y:.2f}}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Bar(
+                x=list(range(len(m["histogram"]))),
+                y=m["histogram"],
+                name=name,
+                marker_color=color,
+                legendgroup=name,
+                showlegend=False,
+                hovertemplate=f"{name}<br>h[%{{x}}] = %{{y}}<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
     fig.update_xaxes(title_text="draft position i", dtick=1, row=1, col=1)
     fig.update_xaxes(title_text="accepted drafts j", dtick=1, row=1, col=2)
     fig.update_yaxes(range=[0, 1.05], title_text="share of rounds", row=1, col=1)

@@ -12,8 +12,13 @@ from dropmatch.config import DROPMATCH_CRITERIA, PAPER_UNANIMITY
 from viz.theme import METHOD_COLORS, message_figure, style
 
 HEIGHT = 420
-RELAX_COLORS = {"js+majority": "#7c3aed", "js": "#a78bfa", "majority": "#db2777", "majority-strict": "#f9a8d4",
-                "naive": "#d97706"}  # fmt: skip
+RELAX_COLORS = {
+    "js+majority": "#7c3aed",
+    "js": "#a78bfa",
+    "majority": "#db2777",
+    "majority-strict": "#f9a8d4",
+    "naive": "#d97706",
+}
 
 
 def unanimity_curve(cal: dict) -> go.Figure:
@@ -26,26 +31,44 @@ def unanimity_curve(cal: dict) -> go.Figure:
         return message_figure("no calibration curve recorded", title, HEIGHT)
     x = [r["p_drop"] for r in rows]
     fig = go.Figure()
-    fig.add_scatter(x=x, y=[r["unanimity"] for r in rows], mode="lines+markers", name="unanimity (all K top-1 agree)",
-                    line={"color": "#111827", "width": 3},
-                    hovertemplate="p_drop %{x:.4g}<br>unanimity %{y:.4f}<extra></extra>")  # fmt: skip
+    fig.add_scatter(
+        x=x,
+        y=[r["unanimity"] for r in rows],
+        mode="lines+markers",
+        name="unanimity (all K top-1 agree)",
+        line={"color": "#111827", "width": 3},
+        hovertemplate="p_drop %{x:.4g}<br>unanimity %{y:.4f}<extra></extra>",
+    )
     for name in DROPMATCH_CRITERIA:
         key = f"relax_{name}"
         if all(key in r for r in rows):
-            fig.add_scatter(x=x, y=[r[key] for r in rows], mode="lines+markers", name=f"{name} relaxes",
-                            line={"color": RELAX_COLORS[name], "width": 1.5, "dash": "dot"},
-                            hovertemplate=f"p_drop %{{x:.4g}}<br>{name} accepts %{{y:.1%}} of the drafts exact "
-                                          "match rejects<extra></extra>")  # fmt: skip
+            fig.add_scatter(
+                x=x,
+                y=[r[key] for r in rows],
+                mode="lines+markers",
+                name=f"{name} relaxes",
+                line={"color": RELAX_COLORS[name], "width": 1.5, "dash": "dot"},
+                hovertemplate=f"p_drop %{{x:.4g}}<br>{name} accepts %{{y:.1%}} of the drafts exact "
+                "match rejects<extra></extra>",
+            )
     target = cal.get("target_unanimity")
     if target is not None:
         source = " (the paper's 70B head)" if target == PAPER_UNANIMITY else ""
-        fig.add_hline(y=target, line={"dash": "dash", "color": METHOD_COLORS["lossless"]},
-                      annotation_text=f"target {target:.1%}{source}", annotation_position="bottom left")  # fmt: skip
+        fig.add_hline(
+            y=target,
+            line={"dash": "dash", "color": METHOD_COLORS["lossless"]},
+            annotation_text=f"target {target:.1%}{source}",
+            annotation_position="bottom left",
+        )
     chosen = cal.get("chosen")
     if chosen:
         verdict = "reaches it" if cal.get("reached") else "closest; does not reach it"
-        fig.add_vline(x=chosen, line={"dash": "dot", "color": METHOD_COLORS["DropMatch"]},
-                      annotation_text=f"p_drop {chosen:.3g} ({verdict})", annotation_position="top right")
+        fig.add_vline(
+            x=chosen,
+            line={"dash": "dot", "color": METHOD_COLORS["DropMatch"]},
+            annotation_text=f"p_drop {chosen:.3g} ({verdict})",
+            annotation_position="top right",
+        )
     fig.update_xaxes(type="log", title_text="p_drop (log scale)")
     fig.update_yaxes(title_text="share of positions", range=[0, 1.02])
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
@@ -60,16 +83,31 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
         return message_figure("no per-dimension view recorded", title, HEIGHT)
     flip, size, ids = dims["flip_rate"], dims["mean_abs_h"], dims["dim"]
     moving = sum(f > 0 for f in flip)
-    fig = go.Figure(go.Scatter(
-        x=size, y=flip, mode="markers", marker={"size": 6, "color": METHOD_COLORS["DropMatch"], "opacity": 0.6},
-        customdata=ids, hovertemplate="dim %{customdata}<br>mean |h| %{x:.2f}<br>moves the argmax at %{y:.1%} of "
-                                      "positions<extra></extra>", name="dimension",
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Scatter(
+            x=size,
+            y=flip,
+            mode="markers",
+            marker={"size": 6, "color": METHOD_COLORS["DropMatch"], "opacity": 0.6},
+            customdata=ids,
+            hovertemplate="dim %{customdata}<br>mean |h| %{x:.2f}<br>moves the argmax at %{y:.1%} of "
+            "positions<extra></extra>",
+            name="dimension",
+        )
+    )
     top = sorted(range(len(ids)), key=lambda i: -flip[i])[:label_top]
-    fig.add_scatter(x=[size[i] for i in top], y=[flip[i] for i in top], mode="text", text=[f"{ids[i]}" for i in top],
-                    textposition="top center", showlegend=False, hoverinfo="skip")  # fmt: skip
+    fig.add_scatter(
+        x=[size[i] for i in top],
+        y=[flip[i] for i in top],
+        mode="text",
+        text=[f"{ids[i]}" for i in top],
+        textposition="top center",
+        showlegend=False,
+        hoverinfo="skip",
+    )
     fig.update_xaxes(type="log", title_text="mean |h| of the dimension (log scale)")
     n = cal.get("dims_positions")
-    fig.update_yaxes(title_text=f"share of {f'the first {n} ' if n else ''}positions whose argmax moves",
-                     rangemode="tozero")  # fmt: skip
+    fig.update_yaxes(
+        title_text=f"share of {f'the first {n} ' if n else ''}positions whose argmax moves", rangemode="tozero"
+    )
     return style(fig, f"{title} · {moving} of {len(ids)} move it somewhere", HEIGHT)

@@ -30,7 +30,8 @@ $$\\bar p_j = \\text{{softmax}}\\Big(\\tfrac1K \\sum_i W h_j^{{(i)}}\\Big)
 
 In **or** mode a token is accepted when the lossless test OR the criterion accepts it (with p_drop = 0 and greedy
 decoding this is exactly lossless); **replace** uses the criterion alone. At temperature > 0 the path tokens are
-*sampled*, so naive and majority relax even at p_drop = 0 (identical paths still draw different tokens). Corrections and bonus tokens always come from the unmasked head.
+*sampled*, so naive and majority relax even at p_drop = 0 (identical paths still draw different tokens).
+Corrections and bonus tokens always come from the unmasked head.
 The accepted prefix is the longest run of accepts. Paper defaults: K = 5, p_drop = 0.3. τ counts the bonus token.
 
 **Its relatives** relax the same test without dropout paths, from the unmasked target p and the draft q alone; each has
@@ -39,7 +40,8 @@ one knob, runs through the same loop (OR with lossless by default) and can be pi
   KL(q‖p) or TV(p, q). It ignores which token was drafted.
 - **Typical acceptance** (Medusa, Cai et al., 2024): accept when p(d) > min(ε, √ε·e^(−H(p))).
 - **Target top-k**: accept when d is among the target's k most likely tokens.
-- **MARS** (Song et al., 2026): where the target hesitates, z₂/z₁ > θ on its two largest logits, accept its second token.
+- **MARS** (Song et al., 2026): where the target hesitates, z₂/z₁ > θ on its two largest logits, accept its second
+  token.
 
 The inspector lists what every rule would decide at the clicked draft, and the accept / reject map can be recoloured by
 any rule: both come from the numbers the run recorded, so once a rule decides a position differently the rest of the

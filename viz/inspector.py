@@ -37,11 +37,23 @@ def head_rows(top: dict) -> tuple[list[str], list[list[float]]]:
 
 def _mark_column(fig: go.Figure, col: int, rows: int, label: str, color: str) -> None:
     fig.add_shape(
-        type="rect", x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=rows - 0.5,
-        line={"color": color, "width": 3}, fillcolor="rgba(0,0,0,0)",
+        type="rect",
+        x0=col - 0.5,
+        x1=col + 0.5,
+        y0=-0.5,
+        y1=rows - 0.5,
+        line={"color": color, "width": 3},
+        fillcolor="rgba(0,0,0,0)",
     )
-    fig.add_annotation(x=col, y=-0.5, yshift=6, text=f"<b>{label}</b>", showarrow=False,
-                       yanchor="bottom", font={"color": color, "size": 12})
+    fig.add_annotation(
+        x=col,
+        y=-0.5,
+        yshift=6,
+        text=f"<b>{label}</b>",
+        showarrow=False,
+        yanchor="bottom",
+        font={"color": color, "size": 12},
+    )
 
 
 def shown_columns(top: dict, keep: list[int], limit: int = MAX_COLUMNS) -> list[int]:
@@ -72,13 +84,28 @@ def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None) -
     ids = [rec.top["ids"][c] for c in cols]
     labels = [show_token(rec.top["texts"][c], 10) for c in cols]
     text = [[f"{v:.2f}" if v >= 0.01 else "" for v in row] for row in rows]
-    hover = [[f"{name}<br>{labels[c]} (id {ids[c]})<br>p = {v:.4f}" for c, v in enumerate(row)]
-             for name, row in zip(names, rows)]
-    fig = go.Figure(go.Heatmap(
-        z=rows, x=list(range(len(cols))), y=names, text=text, texttemplate="%{text}", customdata=hover,
-        hovertemplate="%{customdata}<extra></extra>", colorscale=PROB_SCALE, zmin=0, zmax=1,
-        xgap=1, ygap=1, colorbar={"title": {"text": "prob."}, "thickness": 12}, textfont={"size": 11},
-    ))
+    hover = [
+        [f"{name}<br>{labels[c]} (id {ids[c]})<br>p = {v:.4f}" for c, v in enumerate(row)]
+        for name, row in zip(names, rows)
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=rows,
+            x=list(range(len(cols))),
+            y=names,
+            text=text,
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale=PROB_SCALE,
+            zmin=0,
+            zmax=1,
+            xgap=1,
+            ygap=1,
+            colorbar={"title": {"text": "prob."}, "thickness": 12},
+            textfont={"size": 11},
+        )
+    )
     draft_col = ids.index(rec.token_id) if rec.token_id in ids else None
     meta = {"ids": ids, "draft_column": draft_col, "emitted_column": None}
     if meta["draft_column"] is not None:
@@ -102,19 +129,35 @@ def js_figure(rec: TokenRecord) -> go.Figure:
     threshold = rec.threshold if rec.threshold is not None else max(rec.js_paths)
     inside = rec.js_draft <= threshold
     names = [f"p{i + 1}" for i in range(K)]  # short labels: they fit side by side on a phone
-    fig = go.Figure(go.Bar(
-        x=names, y=rec.js_paths, name="JS(p_i ‖ centroid), path i", marker_color=REASON_COLORS["js"],
-        hovertemplate="path %{x}: %{y:.4f} nats<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=names,
+            y=rec.js_paths,
+            name="JS(p_i ‖ centroid), path i",
+            marker_color=REASON_COLORS["js"],
+            hovertemplate="path %{x}: %{y:.4f} nats<extra></extra>",
+        )
+    )
     color = ACCEPT_COLOR if inside else REJECT_COLOR
-    fig.add_trace(go.Scatter(
-        x=["q"], y=[rec.js_draft], mode="markers+text", name="JS(q ‖ centroid), the draft",
-        marker={"symbol": "diamond", "size": 18, "color": color, "line": {"width": 1, "color": "#111827"}},
-        text=["accept" if inside else "reject"], textposition="top center",
-        textfont={"color": color}, hovertemplate="JS(q ‖ centroid) = %{y:.4f} nats<extra></extra>",
-    ))
-    fig.add_hline(y=threshold, line={"dash": "dash", "color": "#374151", "width": 2},
-                  annotation_text=f"threshold max_i = {threshold:.3f}", annotation_position="top left")
+    fig.add_trace(
+        go.Scatter(
+            x=["q"],
+            y=[rec.js_draft],
+            mode="markers+text",
+            name="JS(q ‖ centroid), the draft",
+            marker={"symbol": "diamond", "size": 18, "color": color, "line": {"width": 1, "color": "#111827"}},
+            text=["accept" if inside else "reject"],
+            textposition="top center",
+            textfont={"color": color},
+            hovertemplate="JS(q ‖ centroid) = %{y:.4f} nats<extra></extra>",
+        )
+    )
+    fig.add_hline(
+        y=threshold,
+        line={"dash": "dash", "color": "#374151", "width": 2},
+        annotation_text=f"threshold max_i = {threshold:.3f}",
+        annotation_position="top left",
+    )
     top = max([*rec.js_paths, rec.js_draft, threshold]) * 1.3 or 0.01
     fig.update_yaxes(title_text="JS divergence (nats, ln)", range=[0, top])
     fig.update_xaxes(tickangle=0)

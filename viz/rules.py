@@ -22,8 +22,10 @@ from dropmatch.trace import TokenRecord, Trace
 from viz.rounds import column_of, draft_length
 from viz.theme import ACCEPT_COLOR, REJECT_COLOR, category_heatmap, legend_traces, message_figure, show_token, style
 
-CAVEAT = ("Computed from the recorded numbers of this run, nothing re-decoded: once a rule decides a position "
-          "differently from the run, the text after it would have been different.")  # fmt: skip
+CAVEAT = (
+    "Computed from the recorded numbers of this run, nothing re-decoded: once a rule decides a position "
+    "differently from the run, the text after it would have been different."
+)
 # The map's cell categories when recoloured by a rule: its decision, compared with what the run decided.
 AGREEMENT = {
     "accepts, as the run did": "#86efac",
@@ -123,30 +125,48 @@ def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = N
             shown = f"K {K}, p_drop {p_drop:g}"
         else:
             shown = f"{KNOBS[name].name} {KNOBS[name].default if knob is None else knob:g}"
-        rows.append({"rule": name, "knob": shown, "verdict": decide(rec, name, knob),
-                     "statistic": statistic(rec, name, knob, K)})  # fmt: skip
+        rows.append(
+            {
+                "rule": name,
+                "knob": shown,
+                "verdict": decide(rec, name, knob),
+                "statistic": statistic(rec, name, knob, K),
+            }
+        )
     return rows
 
 
 def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, float] | None = None) -> str:
     """The inspector's rule panel: every rule's verdict at the selected draft position, with what it read."""
     if trace is None or rec is None or rec.kind != "draft":
-        return ("<p class=dm-note>Click a drafted token (or a correction, for the draft it replaced) to see what "
-                "every rule would decide there.</p>")
+        return (
+            "<p class=dm-note>Click a drafted token (or a correction, for the draft it replaced) to see what "
+            "every rule would decide there.</p>"
+        )
     run = trace.config.get("criterion") if trace.config.get("method") in ("dropmatch", "relative") else "lossless"
     body = []
     for row in rule_rows(trace, rec, knobs):
         v = row["verdict"]
         color, word = (ACCEPT_COLOR, "accept") if v else (REJECT_COLOR, "reject")
-        chip = "<span class=dm-no-data>—</span>" if v is None else f"<span class=dm-chip style='background:{color}'>{word}</span>"
+        chip = (
+            "<span class=dm-no-data>—</span>"
+            if v is None
+            else f"<span class=dm-chip style='background:{color}'>{word}</span>"
+        )
         name = html.escape(row["rule"]) + (" <b>(this run)</b>" if row["rule"] == run else "")
-        body.append(f"<tr><td>{name}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
-                    f"<td>{html.escape(row['statistic'])}</td></tr>")  # fmt: skip
+        body.append(
+            f"<tr><td>{name}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
+            f"<td>{html.escape(row['statistic'])}</td></tr>"
+        )
     head = "<tr><th>rule</th><th>knob</th><th>verdict</th><th>what it read</th></tr>"
-    title = (f"<p><b>Every rule at draft {html.escape(show_token(rec.text))}</b> "
-             f"(round {rec.round + 1}, position {rec.pos})</p>")
-    return (f"{title}<div class=scroll><table class='dm-table dm-rules'>{head}{''.join(body)}</table></div>"
-            f"<p class=dm-note>{html.escape(CAVEAT)}</p>")
+    title = (
+        f"<p><b>Every rule at draft {html.escape(show_token(rec.text))}</b> "
+        f"(round {rec.round + 1}, position {rec.pos})</p>"
+    )
+    return (
+        f"{title}<div class=scroll><table class='dm-table dm-rules'>{head}{''.join(body)}</table></div>"
+        f"<p class=dm-note>{html.escape(CAVEAT)}</p>"
+    )
 
 
 def rule_heatmap(trace: Trace | None, rule: str, knob: float | None, title: str) -> go.Figure:
@@ -167,12 +187,17 @@ def rule_heatmap(trace: Trace | None, rule: str, knob: float | None, title: str)
         if verdict is None or ran is None:
             cells[i][j] = "not recorded"
         else:
-            cells[i][j] = [["rejects, as the run did", "rejects where the run accepted"],
-                           ["accepts where the run rejected", "accepts, as the run did"]][verdict][ran]  # fmt: skip
+            cells[i][j] = [
+                ["rejects, as the run did", "rejects where the run accepted"],
+                ["accepts where the run rejected", "accepts, as the run did"],
+            ][verdict][ran]
         text[i][j] = show_token(rec.text, 8)
         hover[i][j] = f"round {rec.round + 1}, position {rec.pos}<br>{rec.text!r}<br>{rule}: {cells[i][j]}"
-    fig = go.Figure(category_heatmap(cells, text, hover, [str(j + 1) for j in range(gamma)],
-                                     [f"round {t + 1}" for t in rounds], AGREEMENT))  # fmt: skip
+    fig = go.Figure(
+        category_heatmap(
+            cells, text, hover, [str(j + 1) for j in range(gamma)], [f"round {t + 1}" for t in rounds], AGREEMENT
+        )
+    )
     for trace_ in legend_traces(AGREEMENT, {}):
         fig.add_trace(trace_)
     fig.update_xaxes(side="top", title_text="draft position", showgrid=False)

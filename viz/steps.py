@@ -9,7 +9,12 @@ from viz.theme import REASON_COLORS, REASON_LABELS, category_heatmap, message_fi
 
 STAGES = ("draft", "K paths", "criteria", "accepted prefix", "correction / bonus")
 STEP_COLORS = {
-    "draft": "#e0e7ff", "match": "#bbf7d0", "other": "#f1f5f9", "yes": "#4ade80", "no": "#fca5a5", **REASON_COLORS,
+    "draft": "#e0e7ff",
+    "match": "#bbf7d0",
+    "other": "#f1f5f9",
+    "yes": "#4ade80",
+    "no": "#fca5a5",
+    **REASON_COLORS,
 }
 
 
@@ -41,8 +46,9 @@ def _rows(trace: Trace, drafts: list[TokenRecord], extra: TokenRecord | None, st
     has_paths = any(r.path_tokens for r in drafts)
     rows = {"draft d_j": (["draft"] * len(drafts) + [None], [show_token(r.text, 9) for r in drafts] + [""])}
     for i in range(K if has_paths else 0):
-        cells = [None if r.path_tokens is None else "match" if r.path_tokens[i] == r.token_id else "other"
-                 for r in drafts]
+        cells = [
+            None if r.path_tokens is None else "match" if r.path_tokens[i] == r.token_id else "other" for r in drafts
+        ]
         text = [_path_text(r, i) for r in drafts]
         rows[f"path {i + 1} top-1"] = (cells + [None], text + [""]) if stage >= 1 else ([None] * n, [""] * n)
     chosen = trace.config.get("criterion")

@@ -19,16 +19,22 @@ def _draft_line(trace: Trace, drafts: list[TokenRecord]) -> str:
 def _paths_line(trace: Trace, drafts: list[TokenRecord]) -> str:
     cfg = trace.config
     if cfg.get("method") == "relative":
-        return (f"The target verified all drafts in **one forward**. The rule {cfg.get('criterion')} reads the "
-                "unmasked target's and the draft's distributions at each position (no dropout paths decide; "
-                "where paths were recorded, they are there only to show what DropMatch would have done).")
+        return (
+            f"The target verified all drafts in **one forward**. The rule {cfg.get('criterion')} reads the "
+            "unmasked target's and the draft's distributions at each position (no dropout paths decide; "
+            "where paths were recorded, they are there only to show what DropMatch would have done)."
+        )
     if not any(r.path_tokens for r in drafts):
-        return ("The target verified all drafts in **one forward**. This run computed no dropout paths "
-                "(lossless, or lazy evidence), so only the exact test decides.")
+        return (
+            "The target verified all drafts in **one forward**. This run computed no dropout paths "
+            "(lossless, or lazy evidence), so only the exact test decides."
+        )
     agree = [sum(t == r.token_id for t in r.path_tokens) for r in drafts if r.path_tokens]
-    return (f"The target verified all drafts in **one forward**. At each position, {cfg.get('K')} dropout masks "
-            f"(p_drop = {cfg.get('p_drop')}) on the final hidden state give {cfg.get('K')} LM-head paths, with no "
-            f"extra forward pass. Paths agreeing with the draft per position: {', '.join(map(str, agree))}.")
+    return (
+        f"The target verified all drafts in **one forward**. At each position, {cfg.get('K')} dropout masks "
+        f"(p_drop = {cfg.get('p_drop')}) on the final hidden state give {cfg.get('K')} LM-head paths, with no "
+        f"extra forward pass. Paths agreeing with the draft per position: {', '.join(map(str, agree))}."
+    )
 
 
 def _criteria_line(trace: Trace, drafts: list[TokenRecord]) -> str:
@@ -57,8 +63,10 @@ def _emit_line(trace: Trace, drafts: list[TokenRecord], extra: TokenRecord | Non
     if extra is None:
         return "Nothing more was emitted this round."
     kind = REASON_LABELS.get(extra.reason, extra.reason)
-    return (f"The unmasked target head adds the {kind} token {_tok(extra)}: this round emitted "
-            f"**{len(emitted)}** tokens for one target forward.")
+    return (
+        f"The unmasked target head adds the {kind} token {_tok(extra)}: this round emitted "
+        f"**{len(emitted)}** tokens for one target forward."
+    )
 
 
 def round_story(trace: Trace | None, t: int, stage: int) -> str:

@@ -25,8 +25,10 @@ def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = No
         if (trace := traces.get(name)) is not None:
             m = compute(trace)
             limit = f" / {trace.config.get('max_new_tokens')}" if trace.finish is None else ""
-            parts.append(f"**{display_name(trace)}** {m['n_tokens']}{limit} tokens in {m['target_forwards']} rounds, "
-                         f"τ = {m['tau']:.2f}")  # fmt: skip
+            parts.append(
+                f"**{display_name(trace)}** {m['n_tokens']}{limit} tokens in {m['target_forwards']} rounds, "
+                f"τ = {m['tau']:.2f}"
+            )
     if len(traces) == 2:
         cut = divergence(traces)
         parts.append("outputs identical so far" if cut is None else f"outputs part at token {cut + 1} (marked »)")

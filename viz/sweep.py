@@ -92,8 +92,15 @@ def tau_vs_k(df: pd.DataFrame) -> go.Figure:
         return _empty(title, "no DropMatch rows in this sweep")
     dm = dm.assign(K=dm["K"].astype(int).astype(str))  # categorical: evenly spaced boxes
     order = sorted(dm["K"].unique(), key=int)
-    fig = px.box(dm, x="K", y="tau", points="all", category_orders={"K": order},
-                 color_discrete_sequence=[COLORS["dropmatch"]], hover_data=["prompt_id"])  # fmt: skip
+    fig = px.box(
+        dm,
+        x="K",
+        y="tau",
+        points="all",
+        category_orders={"K": order},
+        color_discrete_sequence=[COLORS["dropmatch"]],
+        hover_data=["prompt_id"],
+    )
     med = dm.groupby("K")["tau"].median().reindex(order)
     fig.add_scatter(x=med.index, y=med.values, mode="lines+markers", name="median")
     c = centre(df)
@@ -118,8 +125,15 @@ def speedup_vs_gamma(df: pd.DataFrame) -> go.Figure:
     long = long.dropna(subset=["value"])
     long = long.assign(clock=long["clock"].map(clocks), gamma=long["gamma"].astype(int).astype(str))
     order = {"gamma": sorted(long["gamma"].unique(), key=int)}
-    fig = px.box(long, x="gamma", y="value", color="clock", points="all", category_orders=order,
-                 hover_data=["prompt_id", "tau", "tau_gain"])  # fmt: skip
+    fig = px.box(
+        long,
+        x="gamma",
+        y="value",
+        color="clock",
+        points="all",
+        category_orders=order,
+        hover_data=["prompt_id", "tau", "tau_gain"],
+    )
     fig.add_hline(y=1.0, annotation_text="lossless", **LOSSLESS_LINE)
     return style(fig, title, HEIGHT).update_layout(
         xaxis_title="γ (draft tokens per round)", yaxis_title="tokens/s ÷ lossless tokens/s", boxmode="group"
@@ -137,8 +151,16 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))
     pts = pts.reset_index()
     pts["setting"], pts["short"] = pts.apply(label, axis=1), short_labels(pts)
-    fig = px.scatter(pts, x="tau", y="score", color="method", color_discrete_map=COLORS, text="short",
-                     hover_name="setting", hover_data={"problems": True, "short": False})  # fmt: skip
+    fig = px.scatter(
+        pts,
+        x="tau",
+        y="score",
+        color="method",
+        color_discrete_map=COLORS,
+        text="short",
+        hover_name="setting",
+        hover_data={"problems": True, "short": False},
+    )
     fig.update_traces(textposition="top center", marker_size=12)
     pad = max(0.1, 0.2 * (pts["tau"].max() - pts["tau"].min()))  # room for the labels
     fig.update_xaxes(range=[pts["tau"].min() - pad, pts["tau"].max() + pad])
@@ -186,9 +208,15 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
     c = centre(df)
     pts["setting"] = pts.apply(label, axis=1)
     pts["varies"] = pts.apply(lambda r: varied(r, c), axis=1)
-    fig = px.scatter(pts, x="tau", y="equal_share", color="varies", hover_name="setting",
-                     color_discrete_map={"lossless": COLORS["lossless"], "centre": COLORS["dropmatch"]},
-                     hover_data={"first_divergence": ":.0f", "prompts": True, "varies": False})  # fmt: skip
+    fig = px.scatter(
+        pts,
+        x="tau",
+        y="equal_share",
+        color="varies",
+        hover_name="setting",
+        color_discrete_map={"lossless": COLORS["lossless"], "centre": COLORS["dropmatch"]},
+        hover_data={"first_divergence": ":.0f", "prompts": True, "varies": False},
+    )
     fig.update_traces(marker_size=11)
     return style(fig, title, HEIGHT).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
@@ -216,21 +244,42 @@ def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
         curve = curve.sort_values("knob")
         name = curve["knob_name"].iloc[0]
         text = [f"{k:g}" if pd.notna(k) else "" for k in curve["knob"]]
-        hover = [f"<b>{rule}</b>" + (f" · {name} = {k:g}" if pd.notna(k) else "") + f"<br>tau {t:.2f} · {about.label} "
-                 f"{v:.3g}<br>{n:.0f} prompts" + ("<br><b>on the Pareto front</b>" if f else "")
-                 for k, t, v, n, f in zip(curve["knob"], curve["tau"], curve[measure], curve["prompts"], curve["front"])]
+        hover = [
+            f"<b>{rule}</b>" + (f" · {name} = {k:g}" if pd.notna(k) else "") + f"<br>tau {t:.2f} · {about.label} "
+            f"{v:.3g}<br>{n:.0f} prompts" + ("<br><b>on the Pareto front</b>" if f else "")
+            for k, t, v, n, f in zip(curve["knob"], curve["tau"], curve[measure], curve["prompts"], curve["front"])
+        ]
         color = rule_color(rule)
-        fig.add_scatter(x=curve["tau"], y=curve[measure], mode="lines+markers+text", name=rule, text=text,
-                        textposition="top center", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-                        line={"color": color, "width": 2}, textfont={"color": color, "size": 10},
-                        marker={"size": [14 if f else 9 for f in curve["front"]], "color": color,
-                                "line": {"width": [3 if f else 0 for f in curve["front"]], "color": "#111827"}})
-    fig.add_scatter(x=[None], y=[None], mode="markers", name="Pareto front (ringed)",
-                    marker={"size": 14, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": "#111827"}})
+        fig.add_scatter(
+            x=curve["tau"],
+            y=curve[measure],
+            mode="lines+markers+text",
+            name=rule,
+            text=text,
+            textposition="top center",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            line={"color": color, "width": 2},
+            textfont={"color": color, "size": 10},
+            marker={
+                "size": [14 if f else 9 for f in curve["front"]],
+                "color": color,
+                "line": {"width": [3 if f else 0 for f in curve["front"]], "color": "#111827"},
+            },
+        )
+    fig.add_scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        name="Pareto front (ringed)",
+        marker={"size": 14, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": "#111827"}},
+    )
     direction = {"higher": "higher is better", "lower": "lower is better", "one": "1 = as long as lossless"}
     return style(fig, title, HEIGHT + 60).update_layout(
-        xaxis_title="tau (pooled: sum N / sum T)", yaxis_title=f"{about.label} ({direction[about.better]})",
-        legend={"orientation": "h", "y": -0.2, "x": 0}, meta={"measure": measure, "front": pts["front"].tolist()},
+        xaxis_title="tau (pooled: sum N / sum T)",
+        yaxis_title=f"{about.label} ({direction[about.better]})",
+        legend={"orientation": "h", "y": -0.2, "x": 0},
+        meta={"measure": measure, "front": pts["front"].tolist()},
     )
 
 

@@ -29,8 +29,10 @@ ROWS = {
 }
 DIGITS = {"tau": 2, "tau_minus_1": 2, "wall_s": 2, "tokens_per_s": 2, "speedup": 2}
 # the page counts tokens from 1, as the status line does (the library's metric is a 0-based index)
-FROM_ONE = {"first_divergence": "the first generated token, counted from 1, where the output departs from the "
-                                "baseline's; a dash if it never does"}  # fmt: skip
+FROM_ONE = {
+    "first_divergence": "the first generated token, counted from 1, where the output departs from the "
+    "baseline's; a dash if it never does"
+}
 
 
 def fmt(value, digits: int = 3) -> str:

@@ -65,8 +65,15 @@ DIVERGENCE_MARK = "»"
 
 METHOD_COLORS = {"DropMatch": "#7c3aed", "lossless": "#64748b"}
 # One line colour per rule in the trade-off figures: DropMatch's purple, lossless grey, a hue per relative.
-RULE_COLORS = {"lossless": "#64748b", "fuzzy-js": "#0d9488", "fuzzy-kl": "#0891b2", "fuzzy-tv": "#2563eb",
-               "typical": "#d97706", "top-k": "#65a30d", "mars": "#db2777"}  # fmt: skip
+RULE_COLORS = {
+    "lossless": "#64748b",
+    "fuzzy-js": "#0d9488",
+    "fuzzy-kl": "#0891b2",
+    "fuzzy-tv": "#2563eb",
+    "typical": "#d97706",
+    "top-k": "#65a30d",
+    "mars": "#db2777",
+}
 ACCEPT_COLOR = "#16a34a"
 REJECT_COLOR = "#dc2626"
 NEUTRAL_COLOR = "#f1f5f9"
@@ -75,22 +82,35 @@ FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
 
 
 # A letter after each token that was not an exact match: colour is never the only cue (and the legend shows them).
-REASON_MARKS = {"naive": "N", "js": "J", "majority": "M", "fuzzy": "F", "typical": "T", "top-k": "K", "mars": "2",
-                "correction": "c", "bonus": "+"}  # fmt: skip
+REASON_MARKS = {
+    "naive": "N",
+    "js": "J",
+    "majority": "M",
+    "fuzzy": "F",
+    "typical": "T",
+    "top-k": "K",
+    "mars": "2",
+    "correction": "c",
+    "bonus": "+",
+}
 
 
 def rgb(hex_color: str) -> str:
-    """"#aabbcc" as "170, 187, 204", the channels a browser writes in an inline rgb() or rgba() style."""
+    """ "#aabbcc" as "170, 187, 204", the channels a browser writes in an inline rgb() or rgba() style."""
     return ", ".join(str(int(hex_color[i : i + 2], 16)) for i in (1, 3, 5))
 
 
 def token_marks_css() -> str:
     """CSS that puts each reason's letter after the output tokens of its colour (Gradio writes the colour as
     rgba(r, g, b, alpha) in the token's style)."""
-    rules = [f'.dm-output .token[style*="({rgb(REASON_COLORS[r])},"]::after {{ content: "{m}"; }}'
-             for r, m in REASON_MARKS.items()]  # fmt: skip
-    base = (".dm-output .token::after { font-size: 0.65em; vertical-align: super; margin-left: 1px; "
-            "color: var(--body-text-color); font-family: system-ui, sans-serif; }")
+    rules = [
+        f'.dm-output .token[style*="({rgb(REASON_COLORS[r])},"]::after {{ content: "{m}"; }}'
+        for r, m in REASON_MARKS.items()
+    ]
+    base = (
+        ".dm-output .token::after { font-size: 0.65em; vertical-align: super; margin-left: 1px; "
+        "color: var(--body-text-color); font-family: system-ui, sans-serif; }"
+    )
     return "\n".join([base, *rules])
 
 
@@ -152,7 +172,12 @@ def message_figure(message: str, title: str = "", height: int = 260) -> go.Figur
     """An empty figure that says why there is nothing to draw."""
     fig = go.Figure()
     fig.add_annotation(
-        text="<br>".join(textwrap.wrap(message, 48)), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+        text="<br>".join(textwrap.wrap(message, 48)),
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
         font={"size": 14, "color": "#6b7280"},
     )
     fig.update_xaxes(visible=False)
@@ -173,9 +198,20 @@ def category_heatmap(cells, text, hover, x, y, categories: dict[str, str]) -> go
     for i, name in enumerate(names):
         scale += [[i / n, categories[name]], [(i + 1) / n, categories[name]]]
     return go.Heatmap(
-        z=z, x=x, y=y, text=text, customdata=hover, texttemplate="%{text}",
-        hovertemplate="%{customdata}<extra></extra>", colorscale=scale, zmin=-0.5, zmax=n - 0.5,
-        showscale=False, xgap=2, ygap=2, textfont={"size": 11},
+        z=z,
+        x=x,
+        y=y,
+        text=text,
+        customdata=hover,
+        texttemplate="%{text}",
+        hovertemplate="%{customdata}<extra></extra>",
+        colorscale=scale,
+        zmin=-0.5,
+        zmax=n - 0.5,
+        showscale=False,
+        xgap=2,
+        ygap=2,
+        textfont={"size": 11},
     )
 
 
@@ -183,7 +219,11 @@ def legend_traces(categories: dict[str, str], labels: dict[str, str]) -> list[go
     """Invisible points that give a categorical heatmap a legend."""
     return [
         go.Scatter(
-            x=[None], y=[None], mode="markers", name=labels.get(name, name), showlegend=True,
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=labels.get(name, name),
+            showlegend=True,
             marker={"symbol": "square", "size": 12, "color": color, "line": {"width": 1, "color": "#9ca3af"}},
         )
         for name, color in categories.items()

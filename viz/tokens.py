@@ -35,8 +35,11 @@ def span_hovers(trace: Trace, divergence: int | None = None) -> list[str]:
         rec = trace.records[i]
         if n == divergence:
             out.append("first divergence: the outputs part at the next token")
-        numbers = [f"q {rec.q:.3f}" if rec.q is not None else "", f"p {rec.p:.3f}" if rec.p is not None else "",
-                   f"target rank {rec.target_rank}" if rec.target_rank is not None else ""]  # fmt: skip
+        numbers = [
+            f"q {rec.q:.3f}" if rec.q is not None else "",
+            f"p {rec.p:.3f}" if rec.p is not None else "",
+            f"target rank {rec.target_rank}" if rec.target_rank is not None else "",
+        ]
         out.append(" · ".join([REASON_LABELS.get(rec.reason, rec.reason), *filter(None, numbers)]))
     return out
 
@@ -82,8 +85,10 @@ def caption(trace: Trace, rec: TokenRecord) -> str:
     elif rec.kind == "correction":
         old = replaced_draft(trace, rec)
         if old is not None:
-            lines.append(f"Replaces the rejected draft {code(old.text)} "
-                         f"(q = {old.q:.3f}, p = {old.p:.3f}, target rank {old.target_rank}).")
+            lines.append(
+                f"Replaces the rejected draft {code(old.text)} "
+                f"(q = {old.q:.3f}, p = {old.p:.3f}, target rank {old.target_rank})."
+            )
         lines.append("Emitted by the unmasked target head at the first rejected position.")
     elif rec.kind == "bonus":
         lines.append("Every draft of the round was accepted, so the unmasked target head adds one token for free.")

@@ -23,8 +23,12 @@ def _vote_bars(rec: TokenRecord, names: dict[int, str]) -> go.Bar:
     colors = [METHOD_COLORS["DropMatch"] if t == rec.token_id else "#cbd5e1" for t in tokens]
     labels = [("majority · " if t == rec.majority else "") + ("draft" if t == rec.token_id else "") for t in tokens]
     return go.Bar(
-        x=[names.get(t, f"#{t}") for t in tokens], y=[n for _, n in rec.votes], marker_color=colors,
-        text=[s.strip(" ·") for s in labels], textposition="outside", showlegend=False,
+        x=[names.get(t, f"#{t}") for t in tokens],
+        y=[n for _, n in rec.votes],
+        marker_color=colors,
+        text=[s.strip(" ·") for s in labels],
+        textposition="outside",
+        showlegend=False,
         hovertemplate="%{x}: %{y} votes<extra></extra>",
     )
 
@@ -37,10 +41,15 @@ def _draft_bars(rec: TokenRecord, names: dict[int, str]) -> go.Bar:
     hits = [rec.target_argmax == rec.token_id] + [t == rec.token_id for t in rec.path_tokens]
     colors = ["#64748b"] + [REASON_COLORS["exact"] if h else REASON_COLORS["rejected"] for h in hits[1:]]
     return go.Bar(
-        x=heads, y=probs, marker_color=colors, text=[f"rank {r}" for r in ranks], textposition="outside",
-        showlegend=False, customdata=[[r, "yes" if h else "no"] for r, h in zip(ranks, hits)],
+        x=heads,
+        y=probs,
+        marker_color=colors,
+        text=[f"rank {r}" for r in ranks],
+        textposition="outside",
+        showlegend=False,
+        customdata=[[r, "yes" if h else "no"] for r, h in zip(ranks, hits)],
         hovertemplate="%{x} (path · its top-1)<br>p(draft) = %{y:.4f}<br>rank %{customdata[0]}, top-1: "
-                      "%{customdata[1]}<extra></extra>",
+        "%{customdata[1]}<extra></extra>",
         width=[0.6] * (K + 1),
     )
 
@@ -54,9 +63,13 @@ def votes_figure(rec: TokenRecord) -> go.Figure:
     K = len(rec.path_tokens)
     majority = names.get(rec.majority, f"#{rec.majority}") if rec.majority is not None else "none (tie)"
     fig = make_subplots(
-        rows=2, cols=1, vertical_spacing=0.3,
-        subplot_titles=(f"top-1 votes of {K} paths · majority: {majority}",
-                        f"draft {show_token(rec.text)!r}: probability and rank per head"),
+        rows=2,
+        cols=1,
+        vertical_spacing=0.3,
+        subplot_titles=(
+            f"top-1 votes of {K} paths · majority: {majority}",
+            f"draft {show_token(rec.text)!r}: probability and rank per head",
+        ),
     )
     fig.add_trace(_vote_bars(rec, names), row=1, col=1)
     fig.add_trace(_draft_bars(rec, names), row=2, col=1)

@@ -31,8 +31,15 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
     Target forwards are counted with a hook on the target's body; tau = new tokens / target forwards.
     """
     gc = pair.draft.generation_config
-    saved = {k: getattr(gc, k, None) for k in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")}
-    gc.num_assistant_tokens, gc.num_assistant_tokens_schedule, gc.assistant_confidence_threshold = gamma, "constant", 0.0
+    saved = {
+        k: getattr(gc, k, None)
+        for k in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
+    }
+    gc.num_assistant_tokens, gc.num_assistant_tokens_schedule, gc.assistant_confidence_threshold = (
+        gamma,
+        "constant",
+        0.0,
+    )
     calls = [0]
     hook = pair.target.get_decoder().register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
     try:
@@ -40,8 +47,13 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
         start = time.perf_counter()
         with torch.inference_mode():
             out = pair.target.generate(
-                x, attention_mask=torch.ones_like(x), assistant_model=pair.draft, do_sample=False,
-                max_new_tokens=max_new_tokens, eos_token_id=sorted(pair.eos_ids), pad_token_id=sorted(pair.eos_ids)[0],
+                x,
+                attention_mask=torch.ones_like(x),
+                assistant_model=pair.draft,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=sorted(pair.eos_ids),
+                pad_token_id=sorted(pair.eos_ids)[0],
             )
         wall = time.perf_counter() - start
     finally:
@@ -49,9 +61,16 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
         for k, v in saved.items():
             setattr(gc, k, v)
     n = out.shape[1] - len(prompt_ids)
-    return {"tau": n / calls[0], "acceptance_rate": None, "tokens_per_s": n / wall, "n_tokens": n,
-            "token_ids": out[0, len(prompt_ids):].tolist(), "overhead_share": 0.0,
-            "draft_share": None, "target_share": None}  # its rounds are not timed from here
+    return {
+        "tau": n / calls[0],
+        "acceptance_rate": None,
+        "tokens_per_s": n / wall,
+        "n_tokens": n,
+        "token_ids": out[0, len(prompt_ids) :].tolist(),
+        "overhead_share": 0.0,
+        "draft_share": None,
+        "target_share": None,
+    }  # its rounds are not timed from here
 
 
 def lean_label(pair: ModelPair) -> str:
@@ -60,8 +79,14 @@ def lean_label(pair: ModelPair) -> str:
     return "+".join(parts) or "stock"
 
 
-def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: int, max_new_tokens: int,
-              lean: ModelPair | None = None) -> pd.DataFrame:  # fmt: skip
+def run_bench(
+    pair: ModelPair,
+    prompts: list[SuiteItem],
+    configs: dict,
+    gamma: int,
+    max_new_tokens: int,
+    lean: ModelPair | None = None,
+) -> pd.DataFrame:
     """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on `lean`, each of them
     but target-only (named "lossless+int8", "lossless+int8+v32768", ...); assisted generation with `pair`'s
     draft. Methods rotate their order from prompt to prompt."""
@@ -78,7 +103,7 @@ def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: i
         chat = item.chat
         ids = encode_prompt(pair.tokenizer, item.prompt, chat)
         outputs = {}
-        for method in order[i % len(order):] + order[: i % len(order)]:
+        for method in order[i % len(order) :] + order[: i % len(order)]:
             cpu = time.process_time()
             if method == ASSISTED:
                 m = assisted_run(pair, ids, gamma, max_new_tokens)
@@ -89,10 +114,27 @@ def run_bench(pair: ModelPair, prompts: list[SuiteItem], configs: dict, gamma: i
                 m = metrics.compute(trace)
                 outputs[method] = trace.token_ids
             cpu = time.process_time() - cpu  # beside wall clock: the CPU time is less sensitive to a shared machine
-            rows.append({"prompt": item.id, "category": item.category, "method": method, **{
-                k: m[k] for k in ("tau", "acceptance_rate", "tokens_per_s", "n_tokens", "overhead_share",
-                                      "draft_share", "target_share")}, "tokens_per_cpu_s": m["n_tokens"] / cpu})  # fmt: skip
-        for row in rows[-len(order):]:
+            rows.append(
+                {
+                    "prompt": item.id,
+                    "category": item.category,
+                    "method": method,
+                    **{
+                        k: m[k]
+                        for k in (
+                            "tau",
+                            "acceptance_rate",
+                            "tokens_per_s",
+                            "n_tokens",
+                            "overhead_share",
+                            "draft_share",
+                            "target_share",
+                        )
+                    },
+                    "tokens_per_cpu_s": m["n_tokens"] / cpu,
+                }
+            )
+        for row in rows[-len(order) :]:
             row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs["lossless"])[1]
     return pd.DataFrame(rows)
 
@@ -101,16 +143,18 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """Per method: pooled tau, mean acceptance rate and tokens/s, speedups as ratios of mean tokens/s."""
     df = df.assign(forwards=df["n_tokens"] / df["tau"])
     g = df.groupby("method", sort=False)
-    out = pd.DataFrame({
-        "tau": g.apply(lambda rows: metrics.pooled_tau(rows["n_tokens"], rows["forwards"])),
-        "acceptance_rate": g["acceptance_rate"].mean(),
-        "tokens_per_s": g["tokens_per_s"].mean(),
-        "tokens_per_cpu_s": g["tokens_per_cpu_s"].mean(),
-        "equal_to_lossless": g["equal_to_lossless"].mean(),
-        "overhead_share": g["overhead_share"].mean(),
-        "draft_share": g["draft_share"].mean(),
-        "target_share": g["target_share"].mean(),
-    }).reindex(list(df["method"].unique()))
+    out = pd.DataFrame(
+        {
+            "tau": g.apply(lambda rows: metrics.pooled_tau(rows["n_tokens"], rows["forwards"])),
+            "acceptance_rate": g["acceptance_rate"].mean(),
+            "tokens_per_s": g["tokens_per_s"].mean(),
+            "tokens_per_cpu_s": g["tokens_per_cpu_s"].mean(),
+            "equal_to_lossless": g["equal_to_lossless"].mean(),
+            "overhead_share": g["overhead_share"].mean(),
+            "draft_share": g["draft_share"].mean(),
+            "target_share": g["target_share"].mean(),
+        }
+    ).reindex(list(df["method"].unique()))
     out.insert(3, "speedup_vs_target", out["tokens_per_s"] / out.loc["target", "tokens_per_s"])
     out.insert(4, "speedup_vs_lossless", out["tokens_per_s"] / out.loc["lossless", "tokens_per_s"])
     out.insert(5, "speedup_vs_assisted", out["tokens_per_s"] / out.loc[ASSISTED, "tokens_per_s"])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, PAPER_UNANIMITY, DecodeConfig
+from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, DecodeConfig
 from dropmatch.criteria import RULES
 from dropmatch.decode import generate, position_generator
 from dropmatch.evidence import Evidence
@@ -86,9 +86,13 @@ def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> 
         for name in DROPMATCH_CRITERIA:
             relaxed[name].append(RULES[name](ev).accept[rejected])
     rejected_n = int((pos.draft != pos.argmax).sum())
-    row = {"p_drop": p_drop, "unanimity": float(torch.cat(unanimous).float().mean()),
-           "js_threshold": float(torch.cat(thresholds).mean()), "positions": len(pos.argmax),
-           "exact_rejects": rejected_n}  # fmt: skip
+    row = {
+        "p_drop": p_drop,
+        "unanimity": float(torch.cat(unanimous).float().mean()),
+        "js_threshold": float(torch.cat(thresholds).mean()),
+        "positions": len(pos.argmax),
+        "exact_rejects": rejected_n,
+    }
     for name, hits in relaxed.items():
         row[f"relax_{name}"] = float(torch.cat(hits).float().mean()) if rejected_n else float("nan")
     return row
@@ -102,8 +106,9 @@ def pick(table: pd.DataFrame, target: float) -> tuple[float, bool]:
     return float(table.loc[table["unanimity"].idxmax(), "p_drop"]), False
 
 
-def curve(pair: ModelPair, pos: Positions, grid: list[float], K: int, target: float, refine: int = 3,
-          seed: int = 0) -> tuple[pd.DataFrame, float, bool]:  # fmt: skip
+def curve(
+    pair: ModelPair, pos: Positions, grid: list[float], K: int, target: float, refine: int = 3, seed: int = 0
+) -> tuple[pd.DataFrame, float, bool]:
     """Measure every p_drop of `grid`, then bisect `refine` times between the largest value that reaches the
     target (p_drop 0 when none does: with nothing dropped every path is the unmasked head, unanimous by
     definition) and the smallest that does not. Returns the table (sorted by p_drop), the pick and whether it
@@ -143,8 +148,9 @@ def dimension_flips(pair: ModelPair, pos: Positions, limit: int = 256, top: int 
             exact = raw[n][None, :] - h[n, dims][:, None] * W[:, dims].T  # [d, V]
             flip[dims] = exact.argmax(-1) != cand[n, 0]
         flips += flip.float()
-    return pd.DataFrame({"dim": range(h.shape[1]), "flip_rate": (flips / h.shape[0]).tolist(),
-                         "mean_abs_h": h.abs().mean(0).tolist()})  # fmt: skip
+    return pd.DataFrame(
+        {"dim": range(h.shape[1]), "flip_rate": (flips / h.shape[0]).tolist(), "mean_abs_h": h.abs().mean(0).tolist()}
+    )
 
 
 def lossless_outputs(pair: ModelPair, items, max_new_tokens: int) -> list[tuple[str, bool, list[int]]]:
@@ -163,5 +169,7 @@ def recorded_outputs(table: pd.DataFrame, items) -> list[tuple[str, bool, list[i
     if missing:
         raise ValueError(f"the recorded sweep has no lossless output for {', '.join(missing[:5])}")
     ids = {it.id: rows.loc[it.id, "output_ids"] for it in items}
-    return [(it.prompt, it.chat, [int(t) for t in ids[it.id].split()] if isinstance(ids[it.id], str) else [])
-            for it in items]  # fmt: skip
+    return [
+        (it.prompt, it.chat, [int(t) for t in ids[it.id].split()] if isinstance(ids[it.id], str) else [])
+        for it in items
+    ]

@@ -55,8 +55,9 @@ class PairRunnerFactory:
     warmup: SuiteItem | None = None
 
     def __call__(self) -> sweep.Runner:
-        pair = load_pair(self.target, self.draft, self.dtype, self.device, draft_quant=self.draft_quant,
-                         draft_vocab=self.draft_vocab)  # fmt: skip
+        pair = load_pair(
+            self.target, self.draft, self.dtype, self.device, draft_quant=self.draft_quant, draft_vocab=self.draft_vocab
+        )
         if self.warmup is not None:
             sweep.make_runner(pair, 8)(self.warmup, sweep.Setting("lossless", 3))
         return sweep.make_runner(pair, self.max_new_tokens, self.seed, self.timeout)
@@ -122,13 +123,20 @@ class _Pool:
                 ray.kill(actor, no_restart=True)
 
 
-def record_failure(out_dir: str | Path, suite: str, item: SuiteItem, setting: sweep.Setting, error: BaseException,
-                   attempts: int) -> dict:  # fmt: skip
+def record_failure(
+    out_dir: str | Path, suite: str, item: SuiteItem, setting: sweep.Setting, error: BaseException, attempts: int
+) -> dict:
     """Append a failed cell to failed.jsonl (key, error type and message); the cell stays pending for a rerun."""
     lines = str(error).strip().splitlines()
-    row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "error": type(error).__name__,
-           "message": lines[0][:500] if lines else "", "attempts": attempts,
-           "time": time.strftime("%Y-%m-%dT%H:%M:%S")}  # fmt: skip
+    row = {
+        "key": setting.key(suite, item.id),
+        "suite": suite,
+        "prompt_id": item.id,
+        "error": type(error).__name__,
+        "message": lines[0][:500] if lines else "",
+        "attempts": attempts,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     with (Path(out_dir) / FAILED).open("a", encoding="utf-8") as fh:
         sweep.append_row(fh, row)
     return row
@@ -138,13 +146,24 @@ def read_failed(out_dir: str | Path) -> pd.DataFrame:
     """The failures recorded in a sweep directory, oldest first (a cell that later succeeded is still listed)."""
     path = Path(out_dir) / FAILED
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    return pd.DataFrame([json.loads(line) for line in lines if line.strip()],
-                        columns=["key", "suite", "prompt_id", "error", "message", "attempts", "time"])  # fmt: skip
+    return pd.DataFrame(
+        [json.loads(line) for line in lines if line.strip()],
+        columns=["key", "suite", "prompt_id", "error", "message", "attempts", "time"],
+    )
 
 
-def iter_ray_sweep(items, settings, out_dir, suite: str, run: dict, make: RunnerFactory, actors: int = 1,
-                   threads: int = 1, device: str | None = None,
-                   retries: int = RETRIES) -> Iterator[tuple[int, int, dict]]:  # fmt: skip
+def iter_ray_sweep(
+    items,
+    settings,
+    out_dir,
+    suite: str,
+    run: dict,
+    make: RunnerFactory,
+    actors: int = 1,
+    threads: int = 1,
+    device: str | None = None,
+    retries: int = RETRIES,
+) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives.
 
     Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. One cell is in flight
@@ -212,9 +231,19 @@ def connect(address: str | None = None) -> bool:
     return True
 
 
-def run_ray_sweep(items, settings, out_dir, suite: str, run: dict, make: RunnerFactory, actors: int = 1,
-                  threads: int = 1, device: str | None = None, address: str | None = None,
-                  retries: int = RETRIES) -> pd.DataFrame:  # fmt: skip
+def run_ray_sweep(
+    items,
+    settings,
+    out_dir,
+    suite: str,
+    run: dict,
+    make: RunnerFactory,
+    actors: int = 1,
+    threads: int = 1,
+    device: str | None = None,
+    address: str | None = None,
+    retries: int = RETRIES,
+) -> pd.DataFrame:
     """Run every pending cell on Ray (see `iter_ray_sweep`) under a progress bar; return the tidy table.
 
     Cells still pending afterwards are the ones that failed (listed in failed.jsonl); a rerun retries them.

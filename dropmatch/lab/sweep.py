@@ -30,12 +30,39 @@ from dropmatch.metrics import compute, divergence
 CELLS, MANIFEST, TABLE = "cells.jsonl", "sweep.json", "table.csv"
 METHODS = ("lossless", "dropmatch", "relative")  # a sweep's baseline, the method it varies, and the relatives
 QUALITY = ("capped", "loop", "loop_relaxed", "relaxed_cost_mean", "relaxed_cost_sum", "relaxed_emitted", "mean_logp")
-METRICS = ("tau", "acceptance_rate", "relaxed_share", "n_tokens", "target_forwards", "drafted", "accepted_drafts",
-           "head_products", "wall_s", "tokens_per_s", "overhead_share", *QUALITY)  # fmt: skip
+METRICS = (
+    "tau",
+    "acceptance_rate",
+    "relaxed_share",
+    "n_tokens",
+    "target_forwards",
+    "drafted",
+    "accepted_drafts",
+    "head_products",
+    "wall_s",
+    "tokens_per_s",
+    "overhead_share",
+    *QUALITY,
+)
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")
 RUN_COLUMNS = ("max_new_tokens", "seed", "dtype", "target_id", "draft_id")
-COLUMNS = ("key", "suite", "prompt_id", "category", *SETTING_COLUMNS, *RUN_COLUMNS, *METRICS, "cpu_s",
-           "tokens_per_cpu_s", "loadavg", "finish", "score", "score_result", "output_ids", "text")  # fmt: skip
+COLUMNS = (
+    "key",
+    "suite",
+    "prompt_id",
+    "category",
+    *SETTING_COLUMNS,
+    *RUN_COLUMNS,
+    *METRICS,
+    "cpu_s",
+    "tokens_per_cpu_s",
+    "loadavg",
+    "finish",
+    "score",
+    "score_result",
+    "output_ids",
+    "text",
+)
 DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share", "length_ratio")
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
 
@@ -117,8 +144,9 @@ class Setting:
         return DecodeConfig(method=self.method, max_new_tokens=max_new_tokens, seed=seed, **extra)
 
 
-def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: dict = PAPER_SETTING,
-                    rules: dict | None = None) -> list[Setting]:  # fmt: skip
+def design_settings(
+    grid: dict, design: str = "ofat", methods=METHODS, centre: dict = PAPER_SETTING, rules: dict | None = None
+) -> list[Setting]:
     """Settings of a design: lossless once per gamma first, then the DropMatch points, then the relatives.
 
     grid maps a factor to its values (a missing factor stays at the centre). `ofat` = the centre plus each
@@ -135,13 +163,19 @@ def design_settings(grid: dict, design: str = "ofat", methods=METHODS, centre: d
     unknown = set(methods) - set(METHODS)
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {', '.join(METHODS)}; got {', '.join(methods)}")
-    relatives = [Setting("relative", centre["gamma"], criterion=name, knob=knob)
-                 for name, knobs in (rules or {}).items() for knob in knobs]  # fmt: skip
+    relatives = [
+        Setting("relative", centre["gamma"], criterion=name, knob=knob)
+        for name, knobs in (rules or {}).items()
+        for knob in knobs
+    ]
     gammas = [p["gamma"] for p in points] + [centre["gamma"]] * bool(relatives)  # every rule needs its baseline
     lossless = [Setting("lossless", g) for g in dict.fromkeys(gammas)]
     dropmatch = list(dict.fromkeys(Setting("dropmatch", **p) for p in points))
-    return ((lossless if "lossless" in methods else []) + (dropmatch if "dropmatch" in methods else [])
-            + (relatives if "relative" in methods else []))  # fmt: skip
+    return (
+        (lossless if "lossless" in methods else [])
+        + (dropmatch if "dropmatch" in methods else [])
+        + (relatives if "relative" in methods else [])
+    )
 
 
 # ---- the resumable runner -----------------------------------------------------------------------
@@ -216,8 +250,9 @@ def iter_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) 
 def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> pd.DataFrame:
     """Run every pending cell (see `iter_sweep`) under a progress bar; return the tidy table."""
     total = len(items) * len(settings)
-    with tqdm(total=total, initial=total - len(pending(out_dir, suite, items, settings)), desc=suite,
-              unit="cell") as bar:  # fmt: skip
+    with tqdm(
+        total=total, initial=total - len(pending(out_dir, suite, items, settings)), desc=suite, unit="cell"
+    ) as bar:
         for _, _, row in iter_sweep(items, settings, out_dir, suite, run, runner):
             bar.set_postfix_str(row["key"], refresh=False)
             bar.update()
@@ -264,8 +299,9 @@ def ids_divergence(ids: str, baseline: str) -> tuple[float, float]:
 def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
     """Join each row with the lossless row of the same suite, prompt and gamma: tau gain, speedup, lossiness."""
     on = ["suite", "prompt_id", "gamma"]
-    base = cells.loc[cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids",
-                                                     "n_tokens"]]  # fmt: skip
+    base = cells.loc[
+        cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids", "n_tokens"]
+    ]
     df = cells.merge(base, on=on, how="left", suffixes=("", "_lossless"))
     df["tau_gain"] = df["tau"] / df["tau_lossless"] - 1
     df["length_ratio"] = df["n_tokens"] / df["n_tokens_lossless"]

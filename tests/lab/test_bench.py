@@ -15,8 +15,9 @@ from dropmatch.quant import quantize
 @pytest.fixture(scope="module")
 def table(noisy_pair):
     _, draft = tiny_models(len(noisy_pair.tokenizer), noise=0.01)
-    lean = ModelPair(noisy_pair.target, quantize(draft, "int8"), noisy_pair.tokenizer, "t", "d", noisy_pair.eos_ids,
-                     "int8")  # fmt: skip
+    lean = ModelPair(
+        noisy_pair.target, quantize(draft, "int8"), noisy_pair.tokenizer, "t", "d", noisy_pair.eos_ids, "int8"
+    )
     items = [SuiteItem(f"p{i}", "c", prompt) for i, prompt in enumerate(["def add(a, b):", "The quick brown fox"])]
     configs = {m: DecodeConfig(method=m, max_new_tokens=16) for m in ("target", "lossless", "dropmatch")}
     return bench.run_bench(noisy_pair, items, configs, 5, 16, lean)
@@ -37,6 +38,7 @@ def test_summary_ratios_are_ratios_of_mean_speeds(table):
     s = bench.summarise(table)
     assert s.loc["lossless", "speedup_vs_lossless"] == pytest.approx(1.0)
     assert s.loc["lossless+int8", "speedup_vs_assisted"] == pytest.approx(
-        s.loc["lossless+int8", "tokens_per_s"] / s.loc[bench.ASSISTED, "tokens_per_s"])
+        s.loc["lossless+int8", "tokens_per_s"] / s.loc[bench.ASSISTED, "tokens_per_s"]
+    )
     assert s.loc[bench.ASSISTED, "cpu_speedup_vs_assisted"] == pytest.approx(1.0)
     assert bench.lean_label(ModelPair(None, None, None, "t", "d", frozenset(), "int8", 4096)) == "int8+v4096"

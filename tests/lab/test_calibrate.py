@@ -25,7 +25,11 @@ class _Item:
 
 def test_positions_are_what_the_decoder_saw(noisy_pair, positions):
     """The target's argmax at every position is the token lossless emitted there (greedy, float32)."""
-    emitted = [t for p in PROMPTS for t in generate(noisy_pair, p, DecodeConfig(method="lossless", max_new_tokens=20)).token_ids]
+    emitted = [
+        t
+        for p in PROMPTS
+        for t in generate(noisy_pair, p, DecodeConfig(method="lossless", max_new_tokens=20)).token_ids
+    ]
     assert positions.argmax.tolist() == emitted
     ids = encode_prompt(noisy_pair.tokenizer, PROMPTS[0])
     with torch.inference_mode():

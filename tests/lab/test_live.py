@@ -23,8 +23,12 @@ def test_spread_takes_categories_round_robin():
 def test_plan_counts_cells_and_spreads_prompts():
     p = lab.plan("mini_spec_bench", 3, "p_drop", "0,0.3,0.5", 32)
     # lossless at gamma 5, and DropMatch at the centre (p_drop 0.3) plus 0 and 0.5
-    assert [(s.method, s.p_drop) for s in p.settings] == [("lossless", None), ("dropmatch", 0.3),
-                                                          ("dropmatch", 0.0), ("dropmatch", 0.5)]  # fmt: skip
+    assert [(s.method, s.p_drop) for s in p.settings] == [
+        ("lossless", None),
+        ("dropmatch", 0.3),
+        ("dropmatch", 0.0),
+        ("dropmatch", 0.5),
+    ]
     assert p.cells == 12 and len({i.category for i in p.items}) == 3
     assert p.run == {"max_new_tokens": 32, "seed": 0} and p.grid == {"p_drop": [0.0, 0.3, 0.5]}
     gammas = lab.plan("mini_spec_bench", 1, "gamma", "3,8", 16)
@@ -55,10 +59,27 @@ def fake_runner(item, setting):
     """A deterministic stand-in for decoding: tau grows with p_drop, lossless is the baseline."""
     tau = 2.0 + (setting.p_drop or 0) * (setting.K or 1) / 5
     n = 16
-    return {"tau": tau, "acceptance_rate": 0.5, "relaxed_share": 0.0, "n_tokens": n, "target_forwards": n / tau,
-            "drafted": 20, "accepted_drafts": 10, "head_products": 40, "wall_s": 1.0, "tokens_per_s": tau,
-            "overhead_share": 0.0, "cpu_s": 1.0, "tokens_per_cpu_s": tau, "loadavg": 0.0, "finish": "length",
-            "score": None, "score_result": None, "output_ids": "1 2 3", "text": "x"}  # fmt: skip
+    return {
+        "tau": tau,
+        "acceptance_rate": 0.5,
+        "relaxed_share": 0.0,
+        "n_tokens": n,
+        "target_forwards": n / tau,
+        "drafted": 20,
+        "accepted_drafts": 10,
+        "head_products": 40,
+        "wall_s": 1.0,
+        "tokens_per_s": tau,
+        "overhead_share": 0.0,
+        "cpu_s": 1.0,
+        "tokens_per_cpu_s": tau,
+        "loadavg": 0.0,
+        "finish": "length",
+        "score": None,
+        "score_result": None,
+        "output_ids": "1 2 3",
+        "text": "x",
+    }
 
 
 def test_run_live_yields_every_cell_and_writes_a_sweep(tmp_path):
@@ -93,8 +114,11 @@ def test_every_summary_column_has_a_definition(tmp_path):
 def test_a_live_sweep_can_vary_a_relatives_knob_beside_dropmatch():
     p = lab.plan("mini_spec_bench", 2, "typical", "0.09,0.3", 16)
     assert [(s.method, s.criterion, s.knob) for s in p.settings] == [
-        ("lossless", None, None), ("dropmatch", "js+majority", None), ("relative", "typical", 0.09),
-        ("relative", "typical", 0.3)]  # fmt: skip
+        ("lossless", None, None),
+        ("dropmatch", "js+majority", None),
+        ("relative", "typical", 0.09),
+        ("relative", "typical", 0.3),
+    ]
     assert p.rules == {"typical": [0.09, 0.3]} and p.grid == {}
     with pytest.raises(ValueError, match=r"k must be an integer in \[1, 1000\]"):
         lab.plan("mini_spec_bench", 2, "top-k", "2,3.5", 16)

@@ -22,8 +22,11 @@ from dropmatch.lab.sweep import CELLS, Setting, make_runner, pending, read_cells
 TESTS = Path(__file__).resolve().parents[1]
 TIMING = ("wall_s", "tokens_per_s", "overhead_share", "cpu_s", "tokens_per_cpu_s", "loadavg")
 ITEMS = load_suite(DEFAULT_SUITE, limit=2)
-SETTINGS = [Setting("lossless", 3), Setting("dropmatch", 3, 3, 0.3, "js+majority"),
-            Setting("relative", 3, criterion="top-k", knob=50)]  # fmt: skip
+SETTINGS = [
+    Setting("lossless", 3),
+    Setting("dropmatch", 3, 3, 0.3, "js+majority"),
+    Setting("relative", 3, criterion="top-k", knob=50),
+]
 KEYS = [s.key("s", item.id) for item in ITEMS for s in SETTINGS]
 RUN = {"max_new_tokens": 10}
 
@@ -83,11 +86,14 @@ def test_ray_cells_equal_the_serial_cells_even_when_an_actor_dies(noisy_pair, tm
     (os._exit) in the middle of a cell: the cell runs again on a fresh actor and the table is complete."""
     run_sweep(ITEMS, SETTINGS, tmp_path / "serial", "s", RUN, make_runner(noisy_pair, RUN["max_new_tokens"]))
     log, crash = tmp_path / "log", KEYS[1]
-    df = distributed.run_ray_sweep(ITEMS, SETTINGS, tmp_path / "ray", "s", RUN, TinyRunners(str(log), crash=crash),
-                                   actors=2, threads=2)  # fmt: skip
+    df = distributed.run_ray_sweep(
+        ITEMS, SETTINGS, tmp_path / "ray", "s", RUN, TinyRunners(str(log), crash=crash), actors=2, threads=2
+    )
     assert started(log).count(crash) == 2 and Path(f"{log}.crashed").exists()  # died once, then ran
-    serial, on_ray = (read_cells(tmp_path / d).sort_values("key", ignore_index=True).drop(columns=list(TIMING))
-                      for d in ("serial", "ray"))  # fmt: skip
+    serial, on_ray = (
+        read_cells(tmp_path / d).sort_values("key", ignore_index=True).drop(columns=list(TIMING))
+        for d in ("serial", "ray")
+    )
     pd.testing.assert_frame_equal(serial, on_ray)
     assert sorted(serial["key"]) == sorted(KEYS) and sorted(logged_keys(tmp_path / "ray")) == sorted(KEYS)
     assert len(df) == len(KEYS) and df["tau"].between(1, 4).all() and (df["method"] != "lossless").any()
@@ -112,8 +118,25 @@ def test_an_interrupted_ray_sweep_resumes_with_the_missing_cells_only(tmp_path):
 def test_cli_ray_backend_records_a_failing_cell_apart_and_goes_on(tmp_path, monkeypatch, capsys):
     """A cell whose runner raises goes to failed.jsonl, not to the log; every other cell runs; exit code 1."""
     out = tmp_path / "out"
-    argv = ["sweep", "--suite", str(DEFAULT_SUITE), "--limit", "2", "--methods", "lossless,dropmatch", "--centre",
-            "gamma=3,K=3", "--max-new-tokens", "10", "--backend", "ray", "--threads", "1", "--out", str(out)]
+    argv = [
+        "sweep",
+        "--suite",
+        str(DEFAULT_SUITE),
+        "--limit",
+        "2",
+        "--methods",
+        "lossless,dropmatch",
+        "--centre",
+        "gamma=3,K=3",
+        "--max-new-tokens",
+        "10",
+        "--backend",
+        "ray",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
     settings = [Setting("lossless", 3), Setting("dropmatch", 3, 3, 0.3, "js+majority")]
     cells = [(item, s) for item in ITEMS for s in settings]
     keys = [s.key("mini_spec_bench", item.id) for item, s in cells]
@@ -156,6 +179,9 @@ def test_cli_without_ray_says_how_to_install_it(tmp_path, monkeypatch, capsys):
     monkeypatch.delattr(dropmatch.lab, "distributed")
     code = main(["sweep", "--suite", str(DEFAULT_SUITE), "--backend", "ray", "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err
-    assert code == 2 and err.strip() == "python -m dropmatch sweep: error: --backend ray needs Ray: pip install -r " \
-        "requirements-lab.txt"
+    assert (
+        code == 2
+        and err.strip()
+        == "python -m dropmatch sweep: error: --backend ray needs Ray: pip install -r requirements-lab.txt"
+    )
     assert not (tmp_path / "x").exists()

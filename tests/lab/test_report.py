@@ -145,15 +145,39 @@ def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
 
 def test_paired_scores_count_lost_and_gained_problems_per_setting():
     def rows(method, scores, **setting):
-        return [{"method": method, "gamma": 5, "K": None, "p_drop": None, "criterion": None, "knob": None,
-                 "prompt_id": f"HumanEval/{i}", "score": s, "n_tokens": 10, "target_forwards": 4, "speedup": 1.0,
-                 "speedup_cpu": 1.0, "equal_share": 1.0, "length_ratio": 1.0, "loop": 0, "loop_relaxed": None,
-                 "capped": 0, "relaxed_cost_sum": 0.0, "relaxed_emitted": 0, "mean_logp": -1.0} | setting
-                for i, s in enumerate(scores)]  # fmt: skip
+        return [
+            {
+                "method": method,
+                "gamma": 5,
+                "K": None,
+                "p_drop": None,
+                "criterion": None,
+                "knob": None,
+                "prompt_id": f"HumanEval/{i}",
+                "score": s,
+                "n_tokens": 10,
+                "target_forwards": 4,
+                "speedup": 1.0,
+                "speedup_cpu": 1.0,
+                "equal_share": 1.0,
+                "length_ratio": 1.0,
+                "loop": 0,
+                "loop_relaxed": None,
+                "capped": 0,
+                "relaxed_cost_sum": 0.0,
+                "relaxed_emitted": 0,
+                "mean_logp": -1.0,
+            }
+            | setting
+            for i, s in enumerate(scores)
+        ]
 
-    df = pd.DataFrame(rows("lossless", [1, 1, 0, 0]) + rows("relative", [0, 1, 1, 1], criterion="top-k", knob=3)
-                      + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority")
-                      + rows("dropmatch", [0, 0, 0, 0], K=8, p_drop=0.3, criterion="js+majority"))  # fmt: skip
+    df = pd.DataFrame(
+        rows("lossless", [1, 1, 0, 0])
+        + rows("relative", [0, 1, 1, 1], criterion="top-k", knob=3)
+        + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority")
+        + rows("dropmatch", [0, 0, 0, 0], K=8, p_drop=0.3, criterion="js+majority")
+    )
     paired = paired_scores(df).set_index("rule")  # DropMatch at the compared K (the paper's 5) only
     assert paired.loc["DropMatch js+majority", "problems"] == 4
     assert paired.loc["top-k", ["lost", "gained", "problems"]].tolist() == [1, 2, 4]

@@ -142,11 +142,28 @@ RIGHT = "    return a + b\n"
 
 # What the scoring process must still have after scoring: the functions the guard replaces in its child.
 PARENT_POWERS = [
-    (os, "remove"), (os, "unlink"), (os, "rename"), (os, "fork"), (os, "kill"), (os, "system"), (os, "_exit"),
-    (os, "open"), (os, "mkdir"), (os, "getcwd"), (os, "execv"), (posix, "remove"), (posix, "fork"),
-    (shutil, "rmtree"), (subprocess, "Popen"), (socket, "socket"), (socket, "create_connection"),
-    (builtins, "open"), (builtins, "exit"), (io, "open"), (io, "FileIO"),
-]  # fmt: skip
+    (os, "remove"),
+    (os, "unlink"),
+    (os, "rename"),
+    (os, "fork"),
+    (os, "kill"),
+    (os, "system"),
+    (os, "_exit"),
+    (os, "open"),
+    (os, "mkdir"),
+    (os, "getcwd"),
+    (os, "execv"),
+    (posix, "remove"),
+    (posix, "fork"),
+    (shutil, "rmtree"),
+    (subprocess, "Popen"),
+    (socket, "socket"),
+    (socket, "create_connection"),
+    (builtins, "open"),
+    (builtins, "exit"),
+    (io, "open"),
+    (io, "FileIO"),
+]
 ORIGINALS = [(module, name, getattr(module, name)) for module, name in PARENT_POWERS]
 LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_NPROC, resource.RLIMIT_CORE)
 

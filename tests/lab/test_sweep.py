@@ -8,6 +8,7 @@ import math
 import pytest
 
 from dropmatch.cli import build_parser
+from dropmatch.lab.report import render
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite
 from dropmatch.lab.sweep import (
     CELLS,
@@ -25,7 +26,6 @@ from dropmatch.lab.sweep import (
     read_cells,
     run_sweep,
 )
-from dropmatch.lab.report import render
 from viz.sweep import relevant
 
 PAPER_GRID = {"p_drop": [0, 0.1, 0.2, 0.3, 0.4, 0.5], "K": [1, 3, 5, 8], "gamma": [3, 5, 8]}
@@ -120,8 +120,14 @@ def fake_runner(calls: list, fail_after: int | None = None):
             raise KeyboardInterrupt
         calls.append(setting.key("s", item.id))
         tau = 3.0 + 4 * (setting.p_drop or 0)
-        return {"tau": tau, "n_tokens": 12, "target_forwards": 12 / tau, "tokens_per_s": 10.0 * tau,
-                "output_ids": "1 2 3" if setting.method == "lossless" else "1 9 3", "score": None}  # fmt: skip
+        return {
+            "tau": tau,
+            "n_tokens": 12,
+            "target_forwards": 12 / tau,
+            "tokens_per_s": 10.0 * tau,
+            "output_ids": "1 2 3" if setting.method == "lossless" else "1 9 3",
+            "score": None,
+        }
 
     return run
 
@@ -245,8 +251,11 @@ def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, mon
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("typical=0.05, 0.09,0.05", ("typical", [0.05, 0.09])), ("top-k=2,3", ("top-k", [2.0, 3.0])),
-     ("fuzzy-tv=0.4", ("fuzzy-tv", [0.4]))],  # fmt: skip
+    [
+        ("typical=0.05, 0.09,0.05", ("typical", [0.05, 0.09])),
+        ("top-k=2,3", ("top-k", [2.0, 3.0])),
+        ("fuzzy-tv=0.4", ("fuzzy-tv", [0.4])),
+    ],
 )
 def test_parse_rule(text, expected):
     assert parse_rule(text) == expected
@@ -254,8 +263,13 @@ def test_parse_rule(text, expected):
 
 @pytest.mark.parametrize(
     "text, message",
-    [("typical", "expected NAME=V1,V2"), ("js=0.1", "NAME one of fuzzy-js"), ("top-k=2.5", "k must be an integer"),
-     ("fuzzy-tv=1.5", r"threshold must lie in \[0, 1\]"), ("mars=0.9,", "comma-separated")],  # fmt: skip
+    [
+        ("typical", "expected NAME=V1,V2"),
+        ("js=0.1", "NAME one of fuzzy-js"),
+        ("top-k=2.5", "k must be an integer"),
+        ("fuzzy-tv=1.5", r"threshold must lie in \[0, 1\]"),
+        ("mars=0.9,", "comma-separated"),
+    ],
 )
 def test_parse_rule_refuses_clearly(text, message):
     with pytest.raises(ValueError, match=message):
@@ -265,11 +279,18 @@ def test_parse_rule_refuses_clearly(text, message):
 def test_relatives_join_a_design_at_the_centres_gamma():
     settings = design_settings({"gamma": [3, 5]}, "ofat", rules={"typical": [0.09, 0.3], "top-k": [2]})
     relatives = [s for s in settings if s.method == "relative"]
-    assert [(s.criterion, s.knob, s.gamma) for s in relatives] == [("typical", 0.09, 5), ("typical", 0.3, 5), ("top-k", 2, 5)]
+    assert [(s.criterion, s.knob, s.gamma) for s in relatives] == [
+        ("typical", 0.09, 5),
+        ("typical", 0.3, 5),
+        ("top-k", 2, 5),
+    ]
     assert relatives[0].key("s", "p") == "s|p|relative|g5|typical=0.09"
     assert relatives[2].config(8).knob == 2 and relatives[2].config(8).method == "relative"
-    assert not [s for s in design_settings({}, "ofat", methods=["lossless", "dropmatch"], rules={"top-k": [2]})
-                if s.method == "relative"]  # fmt: skip
+    assert not [
+        s
+        for s in design_settings({}, "ofat", methods=["lossless", "dropmatch"], rules={"top-k": [2]})
+        if s.method == "relative"
+    ]
     grid = design_settings({"gamma": [3, 8]}, "grid", rules={"top-k": [2]})  # the centre's gamma is not in the grid
     assert [s.gamma for s in grid if s.method == "lossless"] == [3, 8, 5]  # yet the relatives get their baseline
 
@@ -277,8 +298,12 @@ def test_relatives_join_a_design_at_the_centres_gamma():
 def test_relatives_sweep_on_the_tiny_pair_and_its_report(noisy_pair, tmp_path):
     """top-k with k = 1 reproduces lossless; a loose rule relaxes; the report compares them at DropMatch's tau."""
     items = load_suite(DEFAULT_SUITE, limit=2)
-    settings = design_settings({"gamma": [3]}, "ofat", rules={"top-k": [1, 50], "typical": [0.3]},
-                               centre={"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"})  # fmt: skip
+    settings = design_settings(
+        {"gamma": [3]},
+        "ofat",
+        rules={"top-k": [1, 50], "typical": [0.3]},
+        centre={"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"},
+    )
     df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, make_runner(noisy_pair, 12))
     exact = df[(df["criterion"] == "top-k") & (df["knob"] == 1)]
     assert (exact["equal_share"] == 1).all() and (exact["relaxed_share"] == 0).all() and exact["loop"].notna().all()

@@ -25,8 +25,19 @@ from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
 
 pytestmark = pytest.mark.slow  # the real embedded pair (and, here, a browser)
 
-SETTINGS = dict(chat=False, pair="embedded", gamma=4, K=5, p_drop=0.3, criterion="js+majority", mode="or",
-                temperature=0.0, max_new_tokens=16, seed=0, knob=None)
+SETTINGS = dict(
+    chat=False,
+    pair="embedded",
+    gamma=4,
+    K=5,
+    p_drop=0.3,
+    criterion="js+majority",
+    mode="or",
+    temperature=0.0,
+    max_new_tokens=16,
+    seed=0,
+    knob=None,
+)
 PROMPT = "def fibonacci(n):\n"
 LABELS = set(REASON_LABELS.values()) | {DIVERGENCE_LABEL}
 
@@ -98,8 +109,20 @@ def test_run_streams_both_outputs_figures_and_metrics(streamed):
     outputs, first_round = streamed
     assert first_round is not None
     print(f"\nfirst streamed round after {first_round:.2f} s")
-    assert explore.RUN_OUTPUTS == ("DropMatch", "lossless", "map_DropMatch", "map_lossless", "table", "acceptance",
-                                   "status", "files", "step_md", "step_fig", "step_run", "recolour")  # the order clients rely on
+    assert explore.RUN_OUTPUTS == (
+        "DropMatch",
+        "lossless",
+        "map_DropMatch",
+        "map_lossless",
+        "table",
+        "acceptance",
+        "status",
+        "files",
+        "step_md",
+        "step_fig",
+        "step_run",
+        "recolour",
+    )  # the order clients rely on
     final = named(outputs[-1], explore.RUN_OUTPUTS)
     for text in (final["DropMatch"], final["lossless"]):
         assert text and {span["class_or_confidence"] for span in text} <= LABELS
@@ -109,7 +132,11 @@ def test_run_streams_both_outputs_figures_and_metrics(streamed):
     assert final["table"]["data"][0][0].startswith("τ")
     assert final["status"].startswith("**Done**")
     assert sorted(p.rsplit("/", 1)[-1] for p in final["files"]) == [
-        "dropmatch_tokens.csv", "dropmatch_trace.json", "lossless_tokens.csv", "lossless_trace.json"]
+        "dropmatch_tokens.csv",
+        "dropmatch_trace.json",
+        "lossless_tokens.csv",
+        "lossless_trace.json",
+    ]
     assert "Round 1 of" in final["step_md"] and final["step_run"] == "DropMatch"
     texts = [named(o, explore.RUN_OUTPUTS)["DropMatch"] for o in outputs]
     rounds = [t for t in texts if isinstance(t, list) and t]
@@ -146,7 +173,9 @@ def test_inspector_for_every_emitted_token(api_traces, view):
             assert len(heat.data[0].y) == K + 3 and heat.layout.meta["draft_column"] is not None
             assert len(js.data[0].y) == K and sum(votes.data[0].y) == K
     handler = explore.selector(view, "lossless")
-    out = by_name(view, handler(traces, compare.OWN, None, gr.SelectData(None, {"index": 0, "value": ["x", "exact match"]})))
+    out = by_name(
+        view, handler(traces, compare.OWN, None, gr.SelectData(None, {"index": 0, "value": ["x", "exact match"]}))
+    )
     assert out["caption"].startswith("**lossless**")
     with pytest.raises(gr.Error, match="No token at index"):
         explore.inspect(view, traces, "DropMatch", 10_000)
@@ -197,9 +226,11 @@ def test_run_endpoint_rejects_an_empty_prompt(client):
 
 @pytest.mark.parametrize(
     ("changes", "message"),
-    [({"max_new_tokens": "abc"}, r"max new tokens must be an integer in \[1, 256\]; got 'abc'"),
-     ({"p_drop": "nan"}, r"p_drop must lie in \[0, 1\); got 'nan'"),
-     ({"knob": "x"}, r"epsilon must lie in \[0, 1\]; got 'x'")],  # fmt: skip
+    [
+        ({"max_new_tokens": "abc"}, r"max new tokens must be an integer in \[1, 256\]; got 'abc'"),
+        ({"p_drop": "nan"}, r"p_drop must lie in \[0, 1\); got 'nan'"),
+        ({"knob": "x"}, r"epsilon must lie in \[0, 1\]; got 'x'"),
+    ],
 )
 def test_run_endpoint_names_a_bad_input_where_a_slider_would_just_say_error(client, changes, message):
     settings = {**SETTINGS, **changes} | ({"criterion": "typical"} if "knob" in changes else {})
@@ -223,7 +254,15 @@ def test_open_files_and_recorded_example(client, tmp_path, api_traces):
 
 
 def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
-    assert analysis.SWEEP_OUTPUTS == ("note", "compare", *FIGURES, "matched", "measure", "summary", "files")  # the order clients rely on
+    assert analysis.SWEEP_OUTPUTS == (
+        "note",
+        "compare",
+        *FIGURES,
+        "matched",
+        "measure",
+        "summary",
+        "files",
+    )  # the order clients rely on
     out = named(client.predict("sweep/humaneval", api_name="/open_sweep"), analysis.SWEEP_OUTPUTS)
     cells = load_sweep(analysis.RECORDED["sweep"]).query("suite == 'humaneval'")
     assert f"{cells['prompt_id'].nunique()} prompts" in out["note"] and "no model needed" in out["note"]
@@ -240,7 +279,9 @@ def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
 def test_a_recorded_sweep_without_its_report_lists_only_what_exists(tmp_path):
     assert analysis.recorded_files(tmp_path) is None
     (tmp_path / analysis.TABLE).write_text("suite\n", encoding="utf-8")
-    assert analysis.recorded_files(tmp_path) == [str(tmp_path / analysis.TABLE)]  # no report.html yet: no missing file offered
+    assert analysis.recorded_files(tmp_path) == [
+        str(tmp_path / analysis.TABLE)
+    ]  # no report.html yet: no missing file offered
 
 
 def test_live_sweep_streams_cell_by_cell(client):
@@ -263,7 +304,9 @@ def test_live_sweep_refuses_too_large_a_sweep(client):
 
 
 def test_a_relative_runs_on_the_relaxed_side_at_its_knob(client, view):
-    out = client.predict(PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 3, "max_new_tokens": 8}, api_name="/trace")
+    out = client.predict(
+        PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 3, "max_new_tokens": 8}, api_name="/trace"
+    )
     traces = traces_from_data(out)
     relaxed = traces["DropMatch"]
     assert relaxed.config["method"] == "relative" and relaxed.config["knob"] == 3

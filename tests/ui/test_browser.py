@@ -20,16 +20,25 @@ import app
 from viz.theme import DIVERGENCE_MARK, REASON_COLORS
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 PLOT = '[data-testid="plotly"], .js-plotly-plot'
 POLL = {"polling": 500, "timeout": 60_000}  # poll twice a second: the page should not compete with the model for CPU
 
 pytestmark = [
     pytest.mark.slow,  # the real embedded pair and a browser
-    pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
-                       reason="needs Debian's chromium at /usr/bin/chromium"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
+        reason="needs Debian's chromium at /usr/bin/chromium",
+    ),
 ]
 
 
@@ -81,7 +90,8 @@ def no_sideways_scroll(page) -> None:
 
 def overlapping_labels(page, selector: str) -> list:
     """Pairs of tick labels of the plot at `selector` whose bounding boxes intersect."""
-    return page.evaluate("""(sel) => {
+    return page.evaluate(
+        """(sel) => {
         const boxes = [...document.querySelectorAll(`${sel} .xtick text, ${sel} .ytick text`)]
             .map((t) => t.getBoundingClientRect()).filter((b) => b.width > 0);
         const hits = [];
@@ -91,7 +101,9 @@ def overlapping_labels(page, selector: str) -> list:
                 hits.push([i, j]);
         }
         return hits;
-    }""", selector)
+    }""",
+        selector,
+    )
 
 
 def test_the_first_screen_shows_the_recorded_example(page, phone):
@@ -99,19 +111,23 @@ def test_the_first_screen_shows_the_recorded_example(page, phone):
         tab.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')", **POLL)
         assert tab.locator("#out-dropmatch .token").count() > 10, "the example is shown without pressing anything"
         expect(tab.locator("#prompt textarea")).to_have_value(re.compile("fisherman"), timeout=15_000)
-        assert "bfloat16 on cpu" in tab.locator("#status").inner_text()  # where it was decoded, and why a run can differ
+        assert (
+            "bfloat16 on cpu" in tab.locator("#status").inner_text()
+        )  # where it was decoded, and why a run can differ
         for label in ("Explore", "Analysis", "How it works"):
             assert tab.get_by_role("tab", name=label).is_visible(), f"{label}: tabs wrap, none hides in a menu"
         no_sideways_scroll(tab)
         tab.screenshot(path=str(ARTIFACTS / f"{name}_first_screen.png"), full_page=False)
     token = page.locator("#out-dropmatch .token").nth(2)
     token.hover()
-    page.wait_for_function("document.querySelectorAll('#out-dropmatch .token')[2].title.includes('target rank')", **POLL)
+    page.wait_for_function(
+        "document.querySelectorAll('#out-dropmatch .token')[2].title.includes('target rank')", **POLL
+    )
     assert re.search(r"q \d\.\d{3} · p \d\.\d{3} · target rank \d+", token.get_attribute("title"))
 
 
 def test_on_a_phone_the_inspector_stacks_and_nothing_overlaps(phone):
-    phone.locator('#out-dropmatch .token[style*="%s"]' % rgb(REASON_COLORS["js"])).first.click()
+    phone.locator(f'#out-dropmatch .token[style*="{rgb(REASON_COLORS["js"])}"]').first.click()
     plot_rendered(phone, "#insp-heatmap", "Top tokens under each head")
     plot_rendered(phone, "#insp-js", "JS test")
     plot_rendered(phone, "#insp-votes", "top-1 votes")
@@ -158,7 +174,8 @@ def test_run_an_example_and_inspect_a_token(page):
     done = time.perf_counter() - clicked
     (ARTIFACTS / "browser_timing.txt").write_text(  # measured, never asserted: timings here depend on the machine
         f"48 tokens side by side (DropMatch and lossless, full evidence, {os.cpu_count()} CPUs): click Run -> first "
-        f"streamed round {first_round:.2f} s, -> Done {done:.2f} s\n")  # fmt: skip
+        f"streamed round {first_round:.2f} s, -> Done {done:.2f} s\n"
+    )
     assert page.locator("#out-lossless .token").count() > 0
     for sel in ("#map-dropmatch", "#map-lossless"):
         plot_rendered(page, sel, "accept / reject per round")

@@ -22,7 +22,9 @@ def space(monkeypatch, tmp_path):
     chunks = (embedded.TARGET.package_prefix, embedded.DRAFT.package_prefix)
     monkeypatch.setenv("SPACE_ID", "someone/dropmatch-explorer")
     monkeypatch.setattr(embedded, "cache_root", lambda: tmp_path / "cache")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith(chunks) else find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name.startswith(chunks) else find_spec(name, *a)
+    )
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(common, "try_to_load_from_cache", lambda *a, **k: None)
     models.clear_cache()
