@@ -1,14 +1,20 @@
 """Golden decodes: the tiny pairs decode today exactly as the decoder did when tests/data/golden_tiny.json was made.
 
 The file holds, per case, the token ids, every token record and every round's costs (timings left out) of a
-decode on the hermetic tiny pair (noise 0.002) or its noisy twin (noise 0.01): greedy and sampled, lazy and
-evidence, OR and replace mode (before the relatives joined the registry, so their verdicts and statistics are
-not in it). Token ids, decisions and reasons must match exactly; floats to 1e-5 (the JS values, a difference of
-entropies, move by about 1e-6 with the thread count).
+decode on the hermetic tiny pair (noise 0.002) or its noisy twin (noise 0.01): DropMatch greedy and sampled, lazy
+and evidence, OR and replace mode, lossless, target-only, and the relatives lazily and in replace mode. Token ids,
+decisions, reasons and which fields a record keeps must match exactly; floats to 1e-5 (the JS values, a difference
+of entropies, move by about 1e-6 with the thread count).
+
+A change that is meant to alter decodes regenerates the file, and its diff is the review:
+`PYTHONPATH=. .venv/bin/python tests/test_golden.py` (from the repository root).
 """
+
+from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +22,41 @@ import pytest
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate
 
-GOLDEN = json.loads((Path(__file__).parent / "data" / "golden_tiny.json").read_text(encoding="utf-8"))
+FILE = Path(__file__).parent / "data" / "golden_tiny.json"
+FOX, ADD, ONCE = "The quick brown fox", "def add(a, b):", "Once upon a time"
+# name -> (prompt, config); a "noisy:" case decodes on the noisy pair. Only "evidence" keeps its top-N lists.
+CASES = {
+    "evidence": (FOX, {"method": "dropmatch", "evidence": True, "max_new_tokens": 40}),
+    "lazy": (FOX, {"method": "dropmatch", "max_new_tokens": 40}),
+    "naive_p05": (ADD, {"method": "dropmatch", "criterion": "naive", "p_drop": 0.5, "evidence": True,
+                        "max_new_tokens": 40}),
+    "replace_majority": (ADD, {"method": "dropmatch", "criterion": "majority", "mode": "replace", "evidence": True,
+                               "max_new_tokens": 32}),
+    "sampled": (ONCE, {"method": "dropmatch", "temperature": 0.8, "seed": 3, "evidence": True, "max_new_tokens": 32}),
+    "lossless_sampled": (ONCE, {"method": "lossless", "temperature": 1.0, "seed": 5, "max_new_tokens": 32}),
+    "target": (ONCE, {"method": "target", "max_new_tokens": 16}),
+    "noisy:evidence": (FOX, {"method": "dropmatch", "evidence": True, "max_new_tokens": 40}),
+    "noisy:lazy_js": (ADD, {"method": "dropmatch", "criterion": "js", "p_drop": 0.5, "max_new_tokens": 40}),
+    "noisy:sampled": (ONCE, {"method": "dropmatch", "temperature": 0.8, "seed": 3, "evidence": True,
+                             "max_new_tokens": 32}),
+    "noisy:lossless_sampled": (ONCE, {"method": "lossless", "temperature": 1.0, "seed": 5, "max_new_tokens": 32}),
+    "noisy:lossless_evidence": (FOX, {"method": "lossless", "evidence": True, "max_new_tokens": 32}),
+    "noisy:typical": (FOX, {"method": "relative", "criterion": "typical", "knob": 0.3, "max_new_tokens": 32}),
+    "noisy:fuzzy_tv_sampled": (ONCE, {"method": "relative", "criterion": "fuzzy-tv", "temperature": 0.7, "seed": 2,
+                                      "max_new_tokens": 32}),
+    "noisy:mars_replace": (ADD, {"method": "relative", "criterion": "mars", "knob": 0.5, "mode": "replace",
+                                 "evidence": True, "max_new_tokens": 32}),
+}  # fmt: skip
+
+
+def decode(case: str, pair) -> dict:
+    """One case decoded, as the file keeps it: the trace's dict without timings (and without top-N lists)."""
+    prompt, config = CASES[case]
+    trace = generate(pair, prompt, DecodeConfig(**config)).to_dict()
+    keep = {"prompt": prompt, "config": config, "token_ids": trace["token_ids"], "finish": trace["finish"]}
+    keep["rounds"] = [{k: v for k, v in r.items() if not k.startswith("t_")} for r in trace["rounds"]]
+    keep["records"] = [r if case == "evidence" else r | {"top": None} for r in trace["records"]]
+    return keep
 
 
 def same(a, b) -> bool:
@@ -30,29 +70,41 @@ def same(a, b) -> bool:
     return a == b
 
 
-def expected_reason(record: dict, config: dict) -> str:
-    """The golden file predates one label fix: in replace mode an accepted draft is named by the criterion's
-    component that accepted it, never `exact` (the lossless test decides nothing there)."""
-    if config.get("mode") == "replace" and record["reason"] == "exact":
-        components = {"js+majority": ("js", "majority"), "majority-strict": ("majority",)}.get(config["criterion"])
-        return next(c for c in components or (config["criterion"],) if record["verdicts"].get(c, True))
-    return record["reason"]
+@pytest.fixture(scope="module")
+def golden() -> dict:
+    return json.loads(FILE.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("case", sorted(GOLDEN))
-def test_decode_matches_the_golden_trace(case, tiny_pair, noisy_pair):
-    gold = GOLDEN[case]
-    pair = noisy_pair if case.startswith("noisy:") else tiny_pair
-    trace = generate(pair, gold["prompt"], DecodeConfig(**gold["config"])).to_dict()
-    assert trace["token_ids"] == gold["token_ids"] and trace["finish"] == gold["finish"]
-    rounds = [{k: v for k, v in r.items() if not k.startswith("t_")} for r in trace["rounds"]]
-    assert rounds == gold["rounds"]
-    assert len(trace["records"]) == len(gold["records"])
-    for got, want in zip(trace["records"], gold["records"]):
-        want = want | {"reason": expected_reason(want, gold["config"])}
-        if want["top"] is None:
-            got = got | {"top": None}  # the file keeps top-N lists for one case only, to stay small
-        if want["verdicts"] and got["verdicts"]:  # the file predates the relatives: their verdicts are new
-            got = got | {"verdicts": {k: v for k, v in got["verdicts"].items() if k in want["verdicts"]}}
-        bad = [k for k in want if not same(got[k], want[k])]
-        assert not bad, f"round {want['round']} pos {want['pos']}: {[(k, got[k], want[k]) for k in bad]}"
+def test_the_file_holds_every_case(golden):
+    assert sorted(golden) == sorted(CASES)
+    assert all(golden[c]["config"] == CASES[c][1] and golden[c]["prompt"] == CASES[c][0] for c in CASES)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_decode_matches_the_golden_trace(case, golden, tiny_pair, noisy_pair):
+    want = golden[case]
+    got = decode(case, noisy_pair if case.startswith("noisy:") else tiny_pair)
+    assert got["token_ids"] == want["token_ids"] and got["finish"] == want["finish"]
+    assert got["rounds"] == want["rounds"]
+    assert len(got["records"]) == len(want["records"])
+    for mine, theirs in zip(got["records"], want["records"]):
+        assert mine.keys() == theirs.keys()
+        bad = [k for k in theirs if not same(mine[k], theirs[k])]
+        assert not bad, f"round {theirs['round']} pos {theirs['pos']}: {[(k, mine[k], theirs[k]) for k in bad]}"
+
+
+def main() -> None:
+    """Regenerate the file from the decoder as it is now."""
+    import torch
+    from tiny_pair import tiny_pair
+
+    torch.set_num_threads(2)
+    pairs = {False: tiny_pair(), True: tiny_pair(noise=0.01)}
+    out = {case: decode(case, pairs[case.startswith("noisy:")]) for case in CASES}
+    FILE.write_text(json.dumps(out, ensure_ascii=True) + "\n", encoding="utf-8")
+    print(f"wrote {FILE} ({FILE.stat().st_size:,} bytes, {len(out)} cases)")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    main()
