@@ -47,11 +47,16 @@ def test_a_relative_records_the_knob_it_used():
     assert DecodeConfig(method="lossless").knob is None
 
 
-def test_every_seed_in_range_gives_a_mask_generator():
+def test_every_seed_in_range_gives_its_own_mask_generators():
+    """At both ends of the seed range, every (round, position) up to the largest a run can reach (round 2048,
+    position 16) gets a generator of its own seed, and the two ends share none."""
     lo, hi = LIMITS["seed"]
+    drawn = {}
     for seed in (lo, hi):
-        DecodeConfig(seed=seed)
-        position_generator(seed, round_=2048, pos=16)  # the largest round and position a run can reach
+        assert DecodeConfig(seed=seed).seed == seed
+        drawn[seed] = {position_generator(seed, r, j).initial_seed() for r in (0, 1, 2047, 2048) for j in range(17)}
+        assert len(drawn[seed]) == 4 * 17
+    assert not drawn[lo] & drawn[hi]
 
 
 def test_bounded_helpers():

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import pytest
 
 import viz
+from dropmatch.criteria import ACCEPT_REASONS
 from dropmatch.metrics import DEFINITIONS, compute
 from dropmatch.trace import Trace
 from viz.inspector import MAX_COLUMNS, shown_columns
@@ -65,11 +66,22 @@ def test_divergence_marker_points_at_the_parting_token(dm):
     assert dm.records[index[8]].text == spans[8][0]
 
 
-def test_text_colors_come_from_the_theme():
+@pytest.mark.parametrize("name", sorted(p.name for p in TRACES.glob("*.json")))
+def test_every_label_the_outputs_show_has_its_own_colour(name):
+    """Each span label of a recorded trace (the divergence mark included) is coloured, and no two labels share a
+    colour, so a token's reason can be read off its colour (an unknown label would show uncoloured)."""
     colors = viz.text_color_map()
-    for reason in ("exact", "naive", "js", "majority", "correction", "bonus"):
-        assert colors[REASON_LABELS[reason]] == REASON_COLORS[reason]
-    assert DIVERGENCE_LABEL in colors
+    trace = Trace.from_json(TRACES / name)
+    spans, _ = viz.spans(trace, divergence=min(3, len(trace.token_ids) - 1))
+    assert {label for _, label in spans} <= set(colors)
+    assert len(set(colors.values())) == len(colors)
+
+
+def test_every_reason_an_emitted_token_can_carry_is_coloured():
+    """A new rule's reason without a colour would show its tokens uncoloured in the outputs."""
+    colors = viz.text_color_map()
+    for reason in (*ACCEPT_REASONS, "correction", "bonus", "target"):
+        assert REASON_LABELS.get(reason) in colors, reason
 
 
 def test_first_divergence(dm, ll):
