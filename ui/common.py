@@ -55,7 +55,7 @@ APP_MAX_NEW_TOKENS = (1, 256)
 APP_VOCAB = 151_936  # the logit width of both pairs the app serves (Qwen2.5-Coder): an opened trace's ids lie below it
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
 # On a CPU the int8 draft by default: lossless all the same (the target verifies every token), and a draft step
-# about 1.8x faster (README, "A lean draft"); on a GPU the stock draft (int8 there has no kernel of its own).
+# about 1.8x faster (docs/results.md, "A lean draft"); on a GPU the stock draft (int8 there has no kernel of its own).
 DEFAULTS = {
     **PAPER_SETTING,
     "mode": MODES[0],
