@@ -192,3 +192,10 @@ def summary_table(traces: dict[str, Trace], baseline: str | None = None) -> pd.D
             m.update(compare(trace, traces[baseline]))
         cols[name] = m
     return pd.DataFrame(cols)
+
+
+def definitions_markdown() -> str:
+    """DEFINITIONS as a Markdown table (metric | definition): the text between the `definitions` markers in
+    docs/*.md (`python docs/definitions.py` rewrites it; tests/test_docs.py fails when it is stale)."""
+    rows = [f"| `{name}` | {text.replace('|', '&#124;')} |" for name, text in DEFINITIONS.items()]
+    return "\n".join(["| metric | definition |", "|---|---|", *rows])
