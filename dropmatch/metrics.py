@@ -157,10 +157,12 @@ def pooled_tau(n_tokens, target_forwards) -> float:
     return sum(n_tokens) / forwards if forwards else float("nan")
 
 
-def compare(trace: Trace, baseline: Trace) -> dict:
-    """Speedup, lossiness and length ratio of `trace` against `baseline` (same prompt)."""
+def compare(trace: Trace, baseline: Trace, measured: dict | None = None, baseline_measured: dict | None = None) -> dict:
+    """Speedup, lossiness and length ratio of `trace` against `baseline` (same prompt), from the metrics of each
+    already computed (`compute`; computed here only where not given)."""
     first, equal = divergence(trace.token_ids, baseline.token_ids)
-    mine, theirs = compute(trace)["tokens_per_s"], compute(baseline)["tokens_per_s"]
+    mine = (measured or compute(trace))["tokens_per_s"]
+    theirs = (baseline_measured or compute(baseline))["tokens_per_s"]
     n, n_base = len(trace.token_ids), len(baseline.token_ids)
     return {
         "speedup": mine / theirs if theirs > 0 else None,
@@ -183,13 +185,17 @@ def token_table(trace: Trace) -> pd.DataFrame:
     )
 
 
-def summary_table(traces: dict[str, Trace], baseline: str | None = None) -> pd.DataFrame:
-    """Metrics of several traces side by side, rows = metric, one column per trace name."""
+def summary_table(
+    traces: dict[str, Trace], baseline: str | None = None, measured: dict[str, dict] | None = None
+) -> pd.DataFrame:
+    """Metrics of several traces side by side, rows = metric, one column per trace name; `measured` holds each
+    trace's metrics where they are already computed (by name), the others are computed here once."""
+    measured = {name: (measured or {}).get(name) or compute(trace) for name, trace in traces.items()}
     cols = {}
     for name, trace in traces.items():
-        m = compute(trace)
+        m = dict(measured[name])
         if baseline and baseline in traces and name != baseline:
-            m.update(compare(trace, traces[baseline]))
+            m.update(compare(trace, traces[baseline], measured[name], measured[baseline]))
         cols[name] = m
     return pd.DataFrame(cols)
 

@@ -10,6 +10,7 @@ import gradio as gr
 
 import viz
 from dropmatch.config import DRAFT_QUANTS, LIMITS, MAX_TEMPERATURE, MODES, criterion_method
+from dropmatch.metrics import compute
 from ui import compare, runs
 from ui.common import (
     APP_MAX_NEW_TOKENS,
@@ -28,7 +29,7 @@ from ui.common import (
     pick,
     updates,
 )
-from viz.summary import RUNS, divergence, run_names, status_line
+from viz.summary import RUNS, divergence, measure, run_names, status_line
 
 CLICK = "Click a token of either output to inspect it."
 RUN_INPUTS = ("prompt", "chat", "pair", *runs.SETTINGS)
@@ -232,9 +233,11 @@ MAP_EVERY_S = 2.0  # while a run streams, the accept / reject maps are redrawn a
 
 
 # ---- handlers: each returns {component: value} for what it changes ------------------------------
-def views(v: Parts, traces: dict, note: str, live: bool = False, maps: bool = True) -> dict:
+def views(
+    v: Parts, traces: dict, note: str, live: bool = False, maps: bool = True, measured: dict | None = None
+) -> dict:
     """Both coloured texts, both accept/reject maps (unless `maps` is False), the metrics table and figure, the
-    status, the state.
+    status, the state. `measured`: each run's metrics by name (viz.summary.measure), computed here where absent.
 
     While a run streams (`live`), the metrics table and figure wait for the end: each round stays cheap.
     """
@@ -245,8 +248,10 @@ def views(v: Parts, traces: dict, note: str, live: bool = False, maps: bool = Tr
         if maps:
             out[f"map_{n}"] = viz.reason_heatmap(traces.get(n), f"{names[n]}: accept / reject per round")
     if not live:
-        out["table"] = viz.metrics_frame({names[n]: traces.get(n) for n in RUNS})
-        out["acceptance"] = viz.acceptance_figure(traces)
+        measured = measured if measured is not None else measure(traces)
+        shown = {names[n]: measured[n] for n in RUNS if n in measured}
+        out["table"] = viz.metrics_frame({names[n]: traces.get(n) for n in RUNS}, measured=shown)
+        out["acceptance"] = viz.acceptance_figure(traces, measured)
     return updates(v, out)
 
 
@@ -270,11 +275,11 @@ def step(v: Parts, traces: dict, run_name: str, pos, delta: int) -> dict:
     return step_view(v, traces, run_name, t, stage)
 
 
-def finished(v: Parts, traces: dict, note: str) -> dict:
+def finished(v: Parts, traces: dict, note: str, measured: dict | None = None) -> dict:
     """Every run output once a run ends or traces are opened: views, downloads, the step view at round 1."""
     first = next((n for n in RUNS if n in traces), RUNS[0])
     return {
-        **views(v, traces, note),
+        **views(v, traces, note, measured=measured),
         v["files"]: runs.downloads(traces),
         **step_view(v, traces, first),
         v["step_run"]: first,
@@ -304,25 +309,31 @@ def run(
         prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob, draft_quant
     )
     yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
-    clock, traces, drawn = time.perf_counter(), {}, float("-inf")
+    clock, traces, measured, drawn = time.perf_counter(), {}, {}, float("-inf")
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
-        traces[name] = trace
+        # only the run that advanced has a new state: its metrics once, the other run's kept
+        traces[name], measured[name] = trace, compute(trace)
         now = time.perf_counter()
         maps = now - drawn >= MAP_EVERY_S  # the texts every round; the two maps (plotly, costly to draw) less often
         drawn = now if maps else drawn
-        yield views(v, traces, status_line(traces, "Running", now - clock), live=True, maps=maps)
-    yield finished(v, traces, status_line(traces, "Done", time.perf_counter() - clock))
+        yield views(v, traces, status_line(traces, "Running", now - clock, measured), live=True, maps=maps)
+    yield finished(v, traces, status_line(traces, "Done", time.perf_counter() - clock, measured), measured)
+
+
+def shown(v: Parts, traces: dict, state: str, note: str = "") -> dict:
+    """Traces that arrive whole (after Stop, or opened): their metrics once, then every run output."""
+    measured = measure(traces)
+    return finished(v, traces, status_line(traces, state, measured=measured) + note, measured)
 
 
 def stopped(v: Parts, traces: dict) -> dict:
     """After Stop: the partial traces get their downloads and step view."""
-    return finished(v, traces, status_line(traces, "Stopped")) if traces else {v["status"]: "Stopped"}
+    return shown(v, traces, "Stopped") if traces else {v["status"]: "Stopped"}
 
 
 def open_files(v: Parts, files) -> dict:
     """Re-open downloaded traces (or a /trace result); a bad file is a clear gr.Error."""
-    traces = runs.read_traces(files)
-    return finished(v, traces, status_line(traces, "Opened from file"))
+    return shown(v, runs.read_traces(files), "Opened from file")
 
 
 def open_recorded(v: Parts) -> dict:
@@ -334,7 +345,7 @@ def open_recorded(v: Parts) -> dict:
         f" · decoded in {where}; a live run here can part from it at a near-tie (two tokens within a rounding "
         "step of each other go the other way when bf16 rounds differently on another CPU)"
     )
-    return finished(v, traces, status_line(traces, "Recorded example (no model needed)") + note)
+    return shown(v, traces, "Recorded example (no model needed)", note)
 
 
 def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OWN, knob=None) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import stream
-from dropmatch.metrics import compare, compute, token_table
+from dropmatch.metrics import compare, token_table
 from dropmatch.schema import MAX_BYTES, parse_json
 from dropmatch.trace import Trace
 from ui.common import (
@@ -23,7 +23,7 @@ from ui.common import (
     model_pair,
     user_errors,
 )
-from viz.summary import RUNS, traces_from_data
+from viz.summary import RUNS, measure, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
 # The decoding settings, in the order the controls, /run and /trace take them (after prompt, chat, pair).
@@ -81,8 +81,8 @@ def trace_api(
     )
     traces = dict(rounds(pair, prompt, cfgs, chat))
     out: dict = {name: t.to_dict() for name, t in traces.items()}
-    out["metrics"] = {name: compute(t) for name, t in traces.items()}
-    out["compare"] = compare(traces["DropMatch"], traces["lossless"])
+    out["metrics"] = measured = measure(traces)
+    out["compare"] = compare(traces["DropMatch"], traces["lossless"], measured["DropMatch"], measured["lossless"])
     return out
 
 

@@ -10,8 +10,11 @@ from dropmatch.trace import Trace
 from viz.theme import METHOD_COLORS, message_figure, style
 
 
-def acceptance_figure(traces: dict[str, Trace]) -> go.Figure:
-    """Grouped bars, one colour per run: r_i = share of rounds reaching draft position i, and h[j]."""
+def acceptance_figure(traces: dict[str, Trace], measured: dict[str, dict] | None = None) -> go.Figure:
+    """Grouped bars, one colour per run: r_i = share of rounds reaching draft position i, and h[j].
+
+    measured: the runs' metrics already computed, by name (the others are computed here).
+    """
     traces = {name: t for name, t in traces.items() if t is not None and t.rounds}
     if not traces:
         return message_figure("No rounds yet.", "Acceptance per position")
@@ -22,7 +25,7 @@ def acceptance_figure(traces: dict[str, Trace]) -> go.Figure:
         subplot_titles=("per-position rate r_i", "histogram h[j] (rounds that accepted j drafts)"),
     )
     for name, trace in traces.items():
-        m = compute(trace)
+        m = (measured or {}).get(name) or compute(trace)
         color = METHOD_COLORS.get(name, "#0ea5e9")
         rates = m["per_position"]
         fig.add_trace(

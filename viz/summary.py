@@ -1,4 +1,5 @@
-"""Runs side by side as text: the status line, the shared first divergence, and a bundle of named traces from JSON."""
+"""Runs side by side as text: their metrics once per update, the status line, the shared first divergence, and a
+bundle of named traces from JSON."""
 
 from __future__ import annotations
 
@@ -16,14 +17,23 @@ def divergence(traces: dict[str, Trace]) -> int | None:
     return first_divergence(dm, ll) if dm is not None and ll is not None else None
 
 
-def status_line(traces: dict[str, Trace], state: str, elapsed: float | None = None) -> str:
+def measure(traces: dict[str, Trace | None]) -> dict[str, dict]:
+    """Each present trace's metrics (dropmatch.metrics.compute) by name: computed once per update, and read by the
+    status line, the metrics table and the acceptance figure."""
+    return {name: compute(trace) for name, trace in traces.items() if trace is not None}
+
+
+def status_line(
+    traces: dict[str, Trace], state: str, elapsed: float | None = None, measured: dict[str, dict] | None = None
+) -> str:
     """One Markdown line: tokens (of the limit, while running), rounds and tau per run, and where the outputs part
-    (counting tokens from 1)."""
+    (counting tokens from 1). `measured`: the runs' metrics by name (`measure`), computed here where absent."""
     head = f"**{state}**" + (f" ({elapsed:.1f} s)" if elapsed is not None else "")
     parts = [head]
+    measured = measured if measured is not None else measure(traces)
     for name in RUNS:
         if (trace := traces.get(name)) is not None:
-            m = compute(trace)
+            m = measured.get(name) or compute(trace)
             limit = f" / {trace.config.get('max_new_tokens')}" if trace.finish is None else ""
             parts.append(
                 f"**{display_name(trace)}** {m['n_tokens']}{limit} tokens in {m['target_forwards']} rounds, "

@@ -48,10 +48,16 @@ def fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
-def metrics_frame(traces: dict[str, Trace | None], baseline: str | None = "lossless") -> pd.DataFrame:
-    """Rows = metrics (ROWS order), one column per run (a dash where a run is missing), and each definition."""
+def metrics_frame(
+    traces: dict[str, Trace | None], baseline: str | None = "lossless", measured: dict[str, dict] | None = None
+) -> pd.DataFrame:
+    """Rows = metrics (ROWS order), one column per run (a dash where a run is missing), and each definition.
+
+    measured: the runs' metrics already computed, by the same names as `traces` (the others are computed here).
+    """
     present = {name: t for name, t in traces.items() if t is not None}
-    table = summary_table(present, baseline=baseline if baseline in present else None) if present else pd.DataFrame()
+    base = baseline if baseline in present else None
+    table = summary_table(present, base, measured) if present else pd.DataFrame()
     rows = []
     for key, label in ROWS.items():
         row = {"metric": label}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dropmatch.metrics import compare
+from dropmatch.metrics import divergence
 from dropmatch.trace import TokenRecord, Trace
 from viz.theme import DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_LABELS, RELAXED, SEMANTIC, code
 
@@ -45,11 +45,12 @@ def span_hovers(trace: Trace, divergence: int | None = None) -> list[str]:
 
 
 def first_divergence(trace: Trace, baseline: Trace) -> int | None:
-    """First output position where `trace` departs from `baseline` (dropmatch.metrics.compare).
+    """First output position where `trace` departs from `baseline`, from their token ids (dropmatch.metrics's
+    `divergence`, the `first_divergence` of `compare`).
 
     While either run is still going, a longer output is not a divergence yet: only a differing token counts.
     """
-    first = compare(trace, baseline)["first_divergence"]
+    first = divergence(trace.token_ids, baseline.token_ids)[0]
     if first is None:
         return None
     running = trace.finish is None or baseline.finish is None

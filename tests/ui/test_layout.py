@@ -1,14 +1,20 @@
-"""The Explore tab's handlers without a model: an opened trace restores its prompt and settings, labels and hovers."""
+"""The Explore tab's handlers without a model (or on the tiny pair): an opened trace restores its prompt and settings,
+labels and hovers; a streamed run computes each trace's metrics once per state."""
 
 from __future__ import annotations
 
 import copy
 import json
+import sys
 
 import gradio as gr
+import pandas as pd
 import pytest
 
+import viz
+from dropmatch import metrics
 from ui import explore, runs
+from viz.summary import RUNS, run_names
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +47,41 @@ def test_the_recorded_example_says_where_it_was_decoded(view):
     names = {component: name for name, component in view.items()}
     out = {names[c]: value for c, value in explore.open_recorded(view).items()}
     assert "decoded in bfloat16 on cpu" in out["status"] and "near-tie" in out["status"]
+
+
+def count_calls(monkeypatch, fn) -> list:
+    """Every name bound to `fn` in the loaded modules (`from ... import fn` included) replaced by a wrapper that
+    counts: the list returned grows by one per call."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fn(*args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        for name, value in list(getattr(module, "__dict__", {}).items()):
+            if value is fn:
+                monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_a_streamed_run_computes_each_traces_metrics_once_per_state(view, noisy_pair, monkeypatch):
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    monkeypatch.setattr(explore, "MAP_EVERY_S", 0.0)  # every round draws all it draws while streaming
+    calls = count_calls(monkeypatch, metrics.compute)
+    settings = {"gamma": 4, "K": 5, "p_drop": 0.3, "criterion": "js+majority", "mode": "or", "temperature": 0.0}
+    settings |= {"max_new_tokens": 24, "seed": 0, "knob": None}
+    counts, outputs = [], []
+    for out in explore.run(view, "def f(x):", False, "embedded", **settings, draft_quant="none"):
+        outputs.append(out)
+        counts.append(len(calls))
+        calls.clear()
+    traces = outputs[-1][view["traces"]]
+    explore.run_labels(view, traces)  # what the page runs next: the labels, hovers and plain texts
+    rounds = counts[1:-1]
+    assert counts[0] == 0 and len(rounds) >= 6  # "Loading", then one update per round of either run
+    assert rounds == [1] * len(rounds)  # only the run that advanced, once
+    assert counts[-1] + len(calls) == 0  # the end shows the metrics of the last rounds
+    names = run_names(traces)  # and they are the final ones: the table as computed afresh
+    fresh = viz.metrics_frame({names[n]: traces[n] for n in RUNS})
+    pd.testing.assert_frame_equal(outputs[-1][view["table"]], fresh)
