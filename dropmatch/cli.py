@@ -28,6 +28,7 @@ from dropmatch.config import (
     METHODS,
     MODES,
     PAPER_SETTING,
+    PAPER_UNANIMITY,
     DecodeConfig,
     bounded_float,
     criterion_method,
@@ -558,7 +559,7 @@ def _add_analysis(sub) -> None:
     c.add_argument(
         "--target-unanimity",
         type=_arg(lambda t: bounded_float("target unanimity", t, 0.0, 1.0)),
-        default=calibrate.PAPER_UNANIMITY,
+        default=PAPER_UNANIMITY,
         help="default: the paper's 0.984 (70B, HumanEval)",
     )
     c.add_argument("--refine", type=int, default=3, help="bisection steps around the target (default 3)")
