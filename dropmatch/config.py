@@ -26,6 +26,16 @@ PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERI
 # the paper's Table 2: all 5 paths keep the unmasked top-1 at 98.4% of HumanEval positions (Llama-3.1-70B, p_drop 0.3)
 PAPER_UNANIMITY = 0.984
 FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies, in the order OFAT walks them
+# A sweep's methods, in the order its tables list them: the baseline, the method it varies, the relatives.
+SWEEP_METHODS = ("lossless", "dropmatch", "relative")
+SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # what names one setting of a sweep
+# Why a drafted token is accepted, in order of precedence (when several accept, the first names it): the lossless
+# test, DropMatch's criteria on the paths, the relatives' rules (dropmatch.relatives gives each rule its reason;
+# the three fuzzy rules share one). A drafted position no rule accepts is `rejected`, one after it `skipped`.
+SEMANTIC_REASONS = ("js", "majority", "naive")
+RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars")
+ACCEPT_REASONS = ("exact", *SEMANTIC_REASONS, *RELATIVE_REASONS)
+DRAFT_REASONS = (*ACCEPT_REASONS, "rejected", "skipped")
 
 
 def bounded_int(name: str, value, lo: int, hi: int) -> int:

@@ -13,14 +13,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, KNOBS, Knob
+from dropmatch.config import ACCEPT_REASONS, DROPMATCH_CRITERIA, KNOBS, Knob
 from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats
 from dropmatch.relatives import RELATIVES
-
-# The reason a token is accepted, in order of precedence: the lossless test first, then the relaxed
-# components. When several accept, the first one in this order names the reason.
-ACCEPT_REASONS = ("exact", "js", "majority", "naive", "fuzzy", "typical", "top-k", "mars")
 
 
 @dataclass(frozen=True)

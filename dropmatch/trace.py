@@ -16,11 +16,10 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from dropmatch.config import RECORDED_STATISTICS, DecodeConfig
+from dropmatch.config import DRAFT_REASONS, RECORDED_STATISTICS, DecodeConfig
 from dropmatch.schema import check_fields, check_value, parse_json
 
 KINDS = ("draft", "correction", "bonus", "target")
-DRAFT_REASONS = ("exact", "js", "majority", "naive", "fuzzy", "typical", "top-k", "mars", "rejected", "skipped")
 FINISHES = ("eos", "length", "stop")
 MAX_TOKEN_ID = 2**24  # no vocabulary is larger; the app checks against its pair's own size where it knows it
 

@@ -8,6 +8,9 @@ import textwrap
 
 import plotly.graph_objects as go
 
+from dropmatch.config import ACCEPT_REASONS, RELATIVE_REASONS, SEMANTIC_REASONS
+from dropmatch.trace import KINDS
+
 # One colour per record.reason, reused by every figure and by the coloured output text.
 REASON_COLORS = {
     "exact": "#86efac",
@@ -54,10 +57,11 @@ REASON_HELP = {
     "skipped": "drafted after a rejection, never used",
     "target": "emitted by target-only decoding",
 }
-SEMANTIC = ("naive", "js", "majority")
-RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars")
-RELAXED = (*SEMANTIC, *RELATIVE_REASONS)  # every reason a lossless-rejected draft can be accepted for
-OUTPUT_REASONS = ("exact", *SEMANTIC, *RELATIVE_REASONS, "correction", "bonus", "target")
+SEMANTIC = SEMANTIC_REASONS  # a DropMatch criterion accepted what lossless rejects
+RELAXED = (*SEMANTIC_REASONS, *RELATIVE_REASONS)  # every reason a lossless-rejected draft can be accepted for
+# The reasons an emitted token can carry (an accepted draft's, or the kind of a token the target made), in the
+# legend's order.
+OUTPUT_REASONS = tuple(r for r in REASON_LABELS if r in ACCEPT_REASONS or r in KINDS)
 
 DIVERGENCE_LABEL = "first divergence"
 DIVERGENCE_COLOR = "#111827"
