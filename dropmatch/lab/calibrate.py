@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, DecodeConfig
+from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, PAPER_UNANIMITY, DecodeConfig
 from dropmatch.criteria import RULES
 from dropmatch.decode import generate, position_generator
 from dropmatch.evidence import Evidence
@@ -107,7 +107,13 @@ def pick(table: pd.DataFrame, target: float) -> tuple[float, bool]:
 
 
 def curve(
-    pair: ModelPair, pos: Positions, grid: list[float], K: int, target: float, refine: int = 3, seed: int = 0
+    pair: ModelPair,
+    pos: Positions,
+    grid: list[float],
+    K: int,
+    target: float = PAPER_UNANIMITY,
+    refine: int = 3,
+    seed: int = 0,
 ) -> tuple[pd.DataFrame, float, bool]:
     """Measure every p_drop of `grid`, then bisect `refine` times between the largest value that reaches the
     target (p_drop 0 when none does: with nothing dropped every path is the unmasked head, unanimous by
