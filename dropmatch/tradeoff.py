@@ -64,6 +64,15 @@ def centre(df: pd.DataFrame) -> dict:
     return {f: PAPER_SETTING[f] if PAPER_SETTING[f] in modes[f] else modes[f][0] for f in FACTORS}
 
 
+def held(df: pd.DataFrame, *vary: str) -> pd.DataFrame:
+    """DropMatch rows with every factor but `vary` at the centre."""
+    c, dm = centre(df), df[df["method"] == "dropmatch"]
+    for f in FACTORS:
+        if f not in vary and f in c:
+            dm = dm[dm[f] == c[f]]
+    return dm
+
+
 def compared_at(df: pd.DataFrame) -> dict:
     """The gamma (and K) the rules are compared at: DropMatch's centre, else the commonest gamma."""
     c = centre(df)

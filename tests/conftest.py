@@ -1,7 +1,9 @@
 """Shared fixtures: the hermetic tiny pair (fast, no files) and the real embedded pair (slow, loaded once).
 
 Tests that need the real pair or a browser carry the `slow` marker: `pytest -m "not slow"` runs the fast,
-hermetic part alone; the README's test command runs everything.
+hermetic part alone; the README's test command runs everything. The markers `ray` (a local Ray cluster), `server`
+(the app on a port) and `distribution` (a thousand seeded decodes) mark what the minute-long inner loop leaves out:
+`pytest -m "not slow and not ray and not server and not distribution"`.
 """
 
 from __future__ import annotations

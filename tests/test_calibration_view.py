@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from dropmatch.config import PAPER_UNANIMITY
+from dropmatch.lab.files import read_calibration
 from viz.calibration import dims_figure, unanimity_curve
 
 CALIBRATION = Path(__file__).parents[1] / "assets" / "calibration"
@@ -15,7 +15,7 @@ CALIBRATION = Path(__file__).parents[1] / "assets" / "calibration"
 
 @pytest.fixture(params=sorted(CALIBRATION.glob("*.json")), ids=lambda p: p.stem)
 def cal(request) -> dict:
-    return json.loads(request.param.read_text(encoding="utf-8"))
+    return read_calibration(request.param)
 
 
 def test_unanimity_curve_marks_the_target_and_the_chosen_p_drop(cal):

@@ -204,6 +204,7 @@ def test_recorded_q_is_the_uncached_drafts_distribution_across_rounds(tiny_pair)
         emitted += [r.token_id for r in records if r.emitted]
 
 
+@pytest.mark.distribution
 @pytest.mark.parametrize("draft_quant", ["none", "int8"])
 def test_lossless_sampling_draws_from_the_target_distribution(draft_quant):
     """Chi-square on the first emitted token over many seeds against the target's exact distribution, with a

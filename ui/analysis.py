@@ -3,17 +3,19 @@ and a small live sweep whose results replace the view."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import gradio as gr
 import pandas as pd
 
-from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING
-from dropmatch.lab.live import LIVE_LIMITS, SUITES, plan, run_live, runner_for
-from dropmatch.lab.report import paper_comparison, summary, table_html, write_report
-from dropmatch.lab.sweep import MANIFEST, TABLE, load_sweep
+from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, SETTING_COLUMNS
+from dropmatch.lab.claims import paper_comparison
+from dropmatch.lab.files import TABLE, read_calibration, read_manifest
+from dropmatch.lab.live import LIVE_LIMITS, SUITES, finish, plan, run_live, runner_for, write_table
+from dropmatch.lab.report import table_html
+from dropmatch.lab.sweep import load_sweep
+from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import MEASURES, matched_table
 from ui.common import (
     PAIR_CHOICES,
@@ -48,17 +50,11 @@ PLOT_ROWS = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars")
 
 
 # ---- the recorded sweeps ------------------------------------------------------------------------
-def manifest(folder: Path) -> dict:
-    """A sweep directory's sweep.json: per suite, its run settings and design (empty when there is none)."""
-    path = folder / MANIFEST
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
 def recorded_choices() -> list[tuple[str, str]]:
     """(label, "sweep/suite") for every recorded suite; in each sweep the suite with the most varied values first."""
     out = []
     for key, folder in RECORDED.items():
-        entries = manifest(folder)
+        entries = read_manifest(folder)
 
         def varied(suite: str, entries: dict = entries) -> int:
             design = entries[suite].get("design") or {}
@@ -80,9 +76,9 @@ def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
 
 def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
     """Where a recorded sweep's numbers come from: its size, run settings and the machine that timed it."""
-    entry = manifest(folder).get(suite, {})
+    entry = read_manifest(folder).get(suite, {})
     run, env = entry.get("run", {}), (entry.get("design") or {}).get("environment", {})
-    settings = df[["method", "gamma", "K", "p_drop", "criterion", "knob"]].drop_duplicates()
+    settings = df[list(SETTING_COLUMNS)].drop_duplicates()
     machine = f"{env.get('device', '?')}, {env.get('threads', '?')} thread(s), torch {env.get('torch', '?')}"
     return (
         f"**Recorded sweep · {suite}**: {df['prompt_id'].nunique()} prompts × {len(settings)} settings "
@@ -151,14 +147,15 @@ def redraw_tradeoff(source, measure: str):
 
 
 def calibration(choice: str | None) -> dict | None:
-    """The recorded calibration of the suite of a recorded choice ("sweep/humaneval"), or None."""
+    """The recorded calibration of the suite of a recorded choice ("sweep/humaneval"), checked, or None."""
     path = CALIBRATION / f"{str(choice).split('/', 1)[-1]}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if choice and path.exists() else None
+    return read_calibration(path) if choice and path.exists() else None
 
 
 def calibration_views(choice: str) -> tuple:
     """The unanimity curve and the per-dimension view of the suite shown (hidden where it was not calibrated)."""
-    cal = calibration(choice)
+    with user_errors():
+        cal = calibration(choice)
     if cal is None:
         return gr.Plot(visible=False), gr.Plot(visible=False)
     return gr.Plot(unanimity_curve(cal), visible=True), gr.Plot(dims_figure(cal), visible=True)
@@ -189,13 +186,12 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair):
     folder = Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
     source = [str(folder), p.suite]
     for done, total, row in cells(p, pair, folder):
-        df = load_sweep(folder)
-        df.to_csv(folder / TABLE, index=False)
+        df, table = write_table(folder)
         note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
-        yield sweep_views(a, df, note, [str(folder / TABLE)], source)
-    report = write_report(folder)
+        yield sweep_views(a, df, note, [str(table)], source)
+    df, files = finish(folder)
     note = f"**Live sweep done** · {p.describe()} · {suite}. Download the report and the per-prompt table below."
-    yield sweep_views(a, load_sweep(folder), note, [str(report), str(folder / TABLE)], source)
+    yield sweep_views(a, df, note, [str(path) for path in files], source)
 
 
 # ---- layout and events --------------------------------------------------------------------------

@@ -12,14 +12,13 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from dropmatch.config import FACTORS
+from dropmatch.config import FACTORS, SETTING_COLUMNS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import KNOB_NAMES, MEASURES, centre, pareto_front, setting_points
+from dropmatch.tradeoff import KNOB_NAMES, MEASURES, centre, held, pareto_front, setting_points
 from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420
 COLORS = {"lossless": METHOD_COLORS["lossless"], "dropmatch": METHOD_COLORS["DropMatch"], "relative": "#0d9488"}
-SETTING_KEYS = ["method", "gamma", "K", "p_drop", "criterion", "knob"]
 LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
 
 
@@ -51,15 +50,6 @@ def short_labels(pts: pd.DataFrame) -> pd.Series:
 
 def _empty(title: str, why: str) -> go.Figure:
     return message_figure(why, title, HEIGHT)
-
-
-def held(df: pd.DataFrame, *vary: str) -> pd.DataFrame:
-    """DropMatch rows with every factor but `vary` at the centre."""
-    c, dm = centre(df), df[df["method"] == "dropmatch"]
-    for f in FACTORS:
-        if f not in vary and f in c:
-            dm = dm[dm[f] == c[f]]
-    return dm
 
 
 def _lossless_tau(df: pd.DataFrame, gamma) -> float | None:
@@ -146,7 +136,7 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     scored = df.dropna(subset=["score"])
     if scored.empty:
         return _empty(title, "this sweep has no task score (HumanEval has one)")
-    g = scored.groupby(SETTING_KEYS, dropna=False)
+    g = scored.groupby(list(SETTING_COLUMNS), dropna=False)
     pts = g["score"].agg(["mean", "size"]).rename(columns={"mean": "score", "size": "problems"})
     pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))
     pts = pts.reset_index()
@@ -199,7 +189,7 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
     rows = df.dropna(subset=["equal_share"])
     if rows.empty or not (rows["method"] == "dropmatch").any():
         return _empty(title, "no DropMatch rows with a lossless baseline")
-    g = rows.groupby(SETTING_KEYS, dropna=False)
+    g = rows.groupby(list(SETTING_COLUMNS), dropna=False)
     pts = g["equal_share"].median().rename("equal_share").to_frame()
     pts["first_divergence"] = g["first_divergence"].median()
     pts["tau"] = g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"]))

@@ -4,6 +4,8 @@ A live sweep is an ordinary sweep (`dropmatch.lab.sweep`): one factor varied aro
 relative's knob, beside DropMatch at that setting), lossless once per gamma, over a few prompts spread across the
 suite's categories. Limits keep it to minutes on a CPU;
 the command line (`python -m dropmatch sweep`) has none. Every bad input is a ValueError with a clear message.
+The sweep directory holds its own files: the log and manifest as it runs, the tidy table after every cell
+(`write_table`), the report at the end (`finish`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, bounded_int
+from dropmatch.lab.files import TABLE
+from dropmatch.lab.report import write_report
 from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
 from dropmatch.lab.sweep import (
     Runner,
@@ -20,6 +26,7 @@ from dropmatch.lab.sweep import (
     check_manifest,
     design_settings,
     iter_sweep,
+    load_sweep,
     make_runner,
     parse_rule,
     parse_values,
@@ -95,3 +102,16 @@ def run_live(p: Plan, out_dir: str | Path, runner: Runner) -> Iterator[tuple[int
     }
     check_manifest(out_dir, p.suite, p.run, design)
     yield from iter_sweep(list(p.items), list(p.settings), out_dir, p.suite, p.run, runner)
+
+
+def write_table(out_dir: str | Path) -> tuple[pd.DataFrame, Path]:
+    """The sweep so far as the tidy table, written to table.csv in `out_dir`: the table and its file."""
+    df, path = load_sweep(out_dir), Path(out_dir) / TABLE
+    df.to_csv(path, index=False)
+    return df, path
+
+
+def finish(out_dir: str | Path) -> tuple[pd.DataFrame, list[Path]]:
+    """The finished sweep: its table, and its files (the HTML report, then table.csv) written in `out_dir`."""
+    df, table = write_table(out_dir)
+    return df, [write_report(out_dir), table]

@@ -1,7 +1,9 @@
-"""Presenting a recorded sweep: the summary table, figure files, and one self-contained HTML report.
+"""Presenting a recorded sweep: one self-contained HTML report, and the table, summary and figure files.
 
-The report holds the figures, the tables and the comparison with the paper. plotly.js is inlined once, with
-the first figure; the others reuse it, so the file opens offline. The paper's numbers and the reference
+The report holds the figures, the tables and the comparison with the paper; this module renders them as HTML and
+writes the files (the tables come from dropmatch.sweep_tables, dropmatch.tradeoff and dropmatch.lab.claims, the
+figures from viz.sweep). plotly.js is inlined once, with the first figure; the others reuse it, so the file opens
+offline. The paper's numbers and the reference
 measurements (dropmatch.lab.paper) appear only as stated comparisons next to what this sweep measured; every
 "this sweep" value is computed from the table.
 """
@@ -9,187 +11,19 @@ measurements (dropmatch.lab.paper) appear only as stated comparisons next to wha
 from __future__ import annotations
 
 import html
-import json
-import math
-import numbers
 from pathlib import Path
 
 import pandas as pd
 
 from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
-from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
-from dropmatch.lab.sweep import MANIFEST, SETTING_COLUMNS, TABLE, load_sweep
-from dropmatch.metrics import DEFINITIONS, pooled_tau
-from dropmatch.tradeoff import compared_rows, knob_of, matched_table, rule_name, setting_points
-from viz.sweep import FIGURES, centre, held, relevant, tradeoff, tradeoff_measures
-
-
-def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score."""
-    keys = ["suite", *SETTING_COLUMNS]
-    g = df.groupby(keys, dropna=False, sort=True)
-    medians = [
-        "tau",
-        "acceptance_rate",
-        "tokens_per_s",
-        "speedup",
-        "speedup_cpu",
-        "tau_gain",
-        "first_divergence",
-        "equal_share",
-        "loadavg",
-    ]
-    out = g[[*medians, "length_ratio"]].median()
-    out.insert(0, "prompts", g.size())
-    out.insert(2, "tau_pooled", g.apply(lambda rows: pooled_tau(rows["n_tokens"], rows["target_forwards"])))
-    out["score"] = g["score"].mean()
-    for rate in ("capped", "loop", "loop_relaxed"):  # shares of runs (of looping runs for loop_relaxed)
-        out[rate] = g[rate].mean()
-    out["relaxed_cost_mean"] = g.apply(
-        lambda rows: (
-            rows["relaxed_cost_sum"].sum() / rows["relaxed_emitted"].sum()
-            if rows["relaxed_emitted"].sum() > 0
-            else float("nan")
-        )
-    )
-    out["mean_logp"] = g["mean_logp"].mean()
-    # lossless first at each gamma, then DropMatch, then the relatives
-    order = ["suite", "gamma", "method", "K", "p_drop", "criterion", "knob"]
-    rank = {"lossless": 0, "dropmatch": 1, "relative": 2}
-    out = out.reset_index()
-    out = out.sort_values(order, key=lambda c: c.map(rank) if c.name == "method" else c, ignore_index=True)
-    return out.dropna(axis=1, how="all")
-
-
-def _pooled(rows: pd.DataFrame) -> float:
-    return pooled_tau(rows["n_tokens"], rows["target_forwards"])
-
-
-def _at(df: pd.DataFrame, method: str, **factors) -> pd.DataFrame:
-    rows = df[df["method"] == method]
-    for name, value in factors.items():
-        rows = rows[rows[name] == value]
-    return rows
-
-
-def _gain(df: pd.DataFrame, gamma) -> str | None:
-    """Pooled tau of lossless and of DropMatch at the centre with this gamma."""
-    base, dm = _at(df, "lossless", gamma=gamma), _at(df, "dropmatch", **{**centre(df), "gamma": gamma})
-    if base.empty or dm.empty:
-        return None
-    a, b = _pooled(base), _pooled(dm)
-    return (
-        f"γ {gamma}: {b / a - 1:+.0%} (pooled tau {a:.2f} → {b:.2f}; median per prompt {dm['tau_gain'].median():+.0%})"
-    )
-
-
-def _speedups(df: pd.DataFrame) -> str | None:
-    med = held(df, "gamma").groupby("gamma")[["speedup", "speedup_cpu"]].median().dropna(how="all")
-    text = ", ".join(f"γ {g}: {r.speedup:.2f}x wall, {r.speedup_cpu:.2f}x CPU time" for g, r in med.iterrows())
-    load = df["loadavg"].median()
-    during = f"; timed under a median 1-minute load of {load:.1f}" if pd.notna(load) else ""
-    return f"{text} (medians over prompts{during})" if len(med) else None
-
-
-def _sweep_of(df: pd.DataFrame, factor: str) -> str | None:
-    dm = held(df, factor)
-    if dm[factor].nunique() < 2:
-        return None
-    taus = dm.groupby(factor)["tau"].median()
-    base = _at(df, "lossless", gamma=centre(df)["gamma"])["tau"].median()
-    values = " / ".join(f"{v:.2f}" for v in taus)
-    names = " / ".join(f"{k:g}" if isinstance(k, numbers.Number) else str(k) for k in taus.index)
-    return f"{values} for {factor} {names} (lossless {base:.2f}; medians)"
-
-
-def mcnemar_p(lost: int, gained: int) -> float:
-    """Two-sided exact McNemar test: the discordant pairs against Binomial(lost + gained, 1/2)."""
-    n = lost + gained
-    tail = sum(math.comb(n, i) for i in range(min(lost, gained) + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
-def _score(df: pd.DataFrame) -> str | None:
-    """Mean task score of lossless and DropMatch at the centre, and the paired test on the problems both ran."""
-    scored, c = df.dropna(subset=["score"]), centre(df)
-    base, dm = _at(scored, "lossless", gamma=c["gamma"]), _at(scored, "dropmatch", **c)
-    if base.empty or dm.empty:
-        return None
-    pairs = base.merge(dm, on="prompt_id", suffixes=("", "_dm"))
-    lost = int(((pairs["score"] == 1) & (pairs["score_dm"] == 0)).sum())
-    gained = int(((pairs["score"] == 0) & (pairs["score_dm"] == 1)).sum())
-    a, b = base["score"].mean(), dm["score"].mean()
-    return (
-        f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {len(dm)} problems; {lost} lost, {gained} gained, "
-        f"exact McNemar p = {mcnemar_p(lost, gained):.2f})"
-    )
-
-
-def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
-    """Every setting's task score against lossless on the same problems (same γ): problems lost and gained and
-    the exact McNemar p-value, one row per setting at the compared γ."""
-    scored = df.dropna(subset=["score"])
-    if scored.empty:
-        return pd.DataFrame()
-    points = setting_points(scored).set_index(["rule", "knob"])
-    rows = compared_rows(scored).assign(
-        rule=lambda d: d.apply(rule_name, axis=1), knob=lambda d: d.apply(knob_of, axis=1)
-    )
-    base = rows[rows["method"] == "lossless"][["prompt_id", "score"]]
-    out = []
-    for (rule, knob), part in rows[rows["method"] != "lossless"].groupby(["rule", "knob"], sort=False):
-        pairs = base.merge(part[["prompt_id", "score"]], on="prompt_id", suffixes=("", "_rule"))
-        lost = int(((pairs["score"] == 1) & (pairs["score_rule"] == 0)).sum())
-        gained = int(((pairs["score"] == 0) & (pairs["score_rule"] == 1)).sum())
-        out.append(
-            {
-                "rule": rule,
-                "knob": knob,
-                "problems": len(pairs),
-                "tau": points.loc[(rule, knob), "tau"],
-                "score": part["score"].mean(),
-                "score_lossless": pairs["score"].mean(),
-                "lost": lost,
-                "gained": gained,
-                "mcnemar_p": mcnemar_p(lost, gained),
-            }
-        )
-    return pd.DataFrame(out)
-
-
-def _korean(df: pd.DataFrame) -> str | None:
-    ko, c = df[df["category"] == "korean"], centre(df)
-    if ko.empty:
-        return None
-    return f"pooled tau {_pooled(_at(ko, 'lossless', gamma=c['gamma'])):.2f} → {_pooled(_at(ko, 'dropmatch', **c)):.2f}"
-
-
-def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: the paper, the reference implementation, and this sweep (per suite, computed)."""
-    ours = {key: [] for key in PAPER}
-    for suite, part in df.groupby("suite"):
-        if not centre(part):
-            continue
-        longest = max(part["gamma"])
-        values = {
-            "gain5": _gain(part, 5),
-            "gain_long": _gain(part, longest) if longest > 5 else None,
-            "speedup": _speedups(part),
-            "score": _score(part),
-            "humaneval": _gain(part, centre(part)["gamma"]) if suite == "humaneval" else None,
-            "korean": _korean(part),
-            "p_drop": _sweep_of(part, "p_drop"),
-            "K": _sweep_of(part, "K"),
-            "criterion": _sweep_of(part, "criterion"),
-        }
-        for key, value in values.items():
-            if value is not None:
-                ours[key].append(f"{suite}: {value}")
-    rows = [
-        (claim, paper, ref, "; ".join(ours[key]) or "not in this sweep") for key, (claim, paper, ref) in PAPER.items()
-    ]
-    return pd.DataFrame(rows, columns=["claim", PAPER_COLUMN, REFERENCE_COLUMN, "this sweep"])
-
+from dropmatch.lab.claims import paper_comparison
+from dropmatch.lab.files import TABLE, read_manifest
+from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
+from dropmatch.lab.sweep import load_sweep
+from dropmatch.metrics import DEFINITIONS
+from dropmatch.sweep_tables import paired_scores, per_category, rows_at, summary
+from dropmatch.tradeoff import centre, matched_table
+from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .5em}
@@ -329,23 +163,10 @@ def _definitions() -> str:
     return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(COLUMN_DEFINITIONS[k])}</li>" for k in names) + "</ul>"
 
 
-def _per_category(part: pd.DataFrame) -> pd.DataFrame:
-    """Medians per category for lossless and DropMatch at the centre setting, one column per metric x method."""
-    c = centre(part)
-    rows = pd.concat([_at(part, "lossless", gamma=c["gamma"]), _at(part, "dropmatch", **c)])
-    per = (
-        rows.groupby(["category", "method"])[["tau", "speedup", "speedup_cpu", "equal_share", "score"]]
-        .median()
-        .unstack("method")
-    )
-    per.columns = [f"{m} {v}" for v, m in per.columns]
-    return per.reset_index().dropna(axis=1, how="all")
-
-
 def _samples(part: pd.DataFrame, n: int = 3) -> str:
     """The first prompts' outputs, lossless next to DropMatch at the centre: what lossiness looks like."""
     c = centre(part)
-    base, dm = _at(part, "lossless", gamma=c["gamma"]), _at(part, "dropmatch", **c)
+    base, dm = rows_at(part, "lossless", gamma=c["gamma"]), rows_at(part, "dropmatch", **c)
     both = base.merge(dm, on="prompt_id", suffixes=(" lossless", " DropMatch")).head(n)
     cols = ["prompt_id", "text lossless", "text DropMatch", "first_divergence DropMatch"]
     cols += ["score lossless", "score DropMatch"] if both["score lossless"].notna().any() else []
@@ -393,7 +214,7 @@ def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
         + table_html(summary(part).drop(columns=["suite"]))
     )
     if centre(part):
-        parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(_per_category(part)))
+        parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(per_category(part)))
         parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(part))
     return "".join(parts)
 
@@ -414,9 +235,7 @@ def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep repor
 
 def write_report(source: str | Path, out: str | Path | None = None) -> Path:
     """Render the sweep in `source` into `out` (default: source/report.html)."""
-    df = load_sweep(source)
-    manifest_path = Path(source) / MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    df, manifest = load_sweep(source), read_manifest(source)
     path = Path(out) if out else Path(source) / "report.html"
     path.write_text(render(df, manifest), encoding="utf-8")
     return path

@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,13 +21,22 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from dropmatch.config import DROPMATCH_CRITERIA, FACTORS, KNOBS, LIMITS, PAPER_SETTING, DecodeConfig
+from dropmatch.config import (
+    DROPMATCH_CRITERIA,
+    FACTORS,
+    KNOBS,
+    LIMITS,
+    PAPER_SETTING,
+    SETTING_COLUMNS,
+    SWEEP_METHODS,
+    DecodeConfig,
+)
 from dropmatch.decode import stream
+from dropmatch.lab.files import CELLS, read_cell_rows, read_manifest, write_manifest
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
 from dropmatch.metrics import compute, divergence
 
-CELLS, MANIFEST, TABLE = "cells.jsonl", "sweep.json", "table.csv"
-METHODS = ("lossless", "dropmatch", "relative")  # a sweep's baseline, the method it varies, and the relatives
+METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, and the relatives
 QUALITY = ("capped", "loop", "loop_relaxed", "relaxed_cost_mean", "relaxed_cost_sum", "relaxed_emitted", "mean_logp")
 METRICS = (
     "tau",
@@ -44,7 +52,6 @@ METRICS = (
     "overhead_share",
     *QUALITY,
 )
-SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")
 RUN_COLUMNS = ("max_new_tokens", "seed", "dtype", "target_id", "draft_id")
 COLUMNS = (
     "key",
@@ -180,28 +187,19 @@ def design_settings(
 
 # ---- the resumable runner -----------------------------------------------------------------------
 def read_cells(out_dir: str | Path) -> pd.DataFrame:
-    """Rows of the append log; a line cut short by an interruption is skipped with a warning."""
-    path = Path(out_dir) / CELLS
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() if path.exists() else [], 1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            warnings.warn(f"{path}: line {n} is incomplete (an interrupted write) and is ignored", stacklevel=2)
-    return pd.DataFrame(rows).reindex(columns=list(COLUMNS)).drop_duplicates("key", keep="last")
+    """Rows of the append log, checked (lab.files); a line cut short by an interruption is skipped with a warning."""
+    return pd.DataFrame(read_cell_rows(out_dir)).reindex(columns=list(COLUMNS)).drop_duplicates("key", keep="last")
 
 
 def check_manifest(out_dir: str | Path, suite: str, run: dict, design: dict | None = None) -> None:
     """Record the run-wide settings of each suite in sweep.json; refuse to mix different ones in one directory."""
-    path = Path(out_dir) / MANIFEST
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    manifest = read_manifest(out_dir)
     old = manifest.get(suite, {}).get("run")
     if old is not None and old != run:
         diff = ", ".join(f"{k}={old.get(k)!r} here, {run.get(k)!r} asked" for k in run if old.get(k) != run.get(k))
         raise ValueError(f"{out_dir} already holds a {suite} sweep with other settings ({diff}); use another --out")
     manifest[suite] = {"run": run, "design": design or manifest.get(suite, {}).get("design")}
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_manifest(out_dir, manifest)
 
 
 def pending(out_dir, suite: str, items: list[SuiteItem], settings: list[Setting]) -> list[tuple[SuiteItem, Setting]]:

@@ -6,9 +6,11 @@ import pandas as pd
 import pytest
 
 from dropmatch.lab import live as lab
-from dropmatch.lab.report import COLUMN_DEFINITIONS, summary, table_html
+from dropmatch.lab.files import CELLS, MANIFEST, TABLE
+from dropmatch.lab.report import COLUMN_DEFINITIONS, table_html
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
-from dropmatch.lab.sweep import CELLS, MANIFEST, load_sweep
+from dropmatch.lab.sweep import load_sweep
+from dropmatch.sweep_tables import summary
 
 
 def test_spread_takes_categories_round_robin():
@@ -94,6 +96,17 @@ def test_run_live_yields_every_cell_and_writes_a_sweep(tmp_path):
     expected = (2.0 + 0.3 * 8 / 5) / 2.0 - 1
     assert dm.loc[(p.items[0].id, 8), "tau_gain"] == pytest.approx(expected)
     assert list(lab.run_live(p, tmp_path, fake_runner)) == [], "a finished sweep has nothing to redo"
+
+
+def test_a_live_sweep_writes_its_own_table_and_report(tmp_path):
+    p = lab.plan("mini_spec_bench", 1, "p_drop", "0.1", 8)
+    for done, _, _ in lab.run_live(p, tmp_path, fake_runner):
+        df, path = lab.write_table(tmp_path)
+        assert path == tmp_path / TABLE and len(pd.read_csv(path)) == len(df) == done
+    df, files = lab.finish(tmp_path)
+    assert [f.name for f in files] == ["report.html", TABLE] and all(f.exists() for f in files)
+    assert len(df) == p.cells and "<h2>Suite: mini_spec_bench" in files[0].read_text(encoding="utf-8")
+    assert pd.read_csv(files[1])["key"].tolist() == df["key"].tolist()
 
 
 def test_table_html_puts_each_definition_one_hover_away():

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray  # starts a local Ray cluster and actors
 
 import dropmatch.lab  # noqa: E402
 from dropmatch.cli import main  # noqa: E402

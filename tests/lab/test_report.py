@@ -8,10 +8,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN
-from dropmatch.lab.report import mcnemar_p, paired_scores, paper_comparison, render, write_outputs, write_report
+from dropmatch.lab.report import render, table_html, write_outputs, write_report
 from dropmatch.lab.sweep import load_sweep
-from viz.sweep import FIGURES, centre, held, label, relevant
+from dropmatch.sweep_tables import paired_scores, per_category, summary
+from dropmatch.tradeoff import centre, held, matched_table
+from viz.sweep import FIGURES, label, relevant
 
 RECORDED = Path(__file__).parents[1] / "data" / "sweep_small"
 
@@ -117,11 +120,6 @@ def test_paper_comparison_names_the_criteria_a_sweep_varied(table):
     assert paper_comparison(part).iloc[-1]["this sweep"] == "not in this sweep"
 
 
-@pytest.mark.parametrize("lost, gained, p", [(0, 0, 1.0), (6, 2, 0.2890625), (2, 6, 0.2890625), (10, 0, 2 / 1024)])
-def test_mcnemar_exact(lost, gained, p):
-    assert mcnemar_p(lost, gained) == pytest.approx(p)
-
-
 def test_report_is_one_self_contained_html_file(table, tmp_path):
     path = write_report(RECORDED, tmp_path / "report.html")
     text = path.read_text(encoding="utf-8")
@@ -143,44 +141,16 @@ def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
     assert first and first == {p.name: p.read_bytes() for p in (tmp_path / "sweep" / "figures").iterdir()}
 
 
-def test_paired_scores_count_lost_and_gained_problems_per_setting():
-    def rows(method, scores, **setting):
-        return [
-            {
-                "method": method,
-                "gamma": 5,
-                "K": None,
-                "p_drop": None,
-                "criterion": None,
-                "knob": None,
-                "prompt_id": f"HumanEval/{i}",
-                "score": s,
-                "n_tokens": 10,
-                "target_forwards": 4,
-                "speedup": 1.0,
-                "speedup_cpu": 1.0,
-                "equal_share": 1.0,
-                "length_ratio": 1.0,
-                "loop": 0,
-                "loop_relaxed": None,
-                "capped": 0,
-                "relaxed_cost_sum": 0.0,
-                "relaxed_emitted": 0,
-                "mean_logp": -1.0,
-            }
-            | setting
-            for i, s in enumerate(scores)
-        ]
-
-    df = pd.DataFrame(
-        rows("lossless", [1, 1, 0, 0])
-        + rows("relative", [0, 1, 1, 1], criterion="top-k", knob=3)
-        + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority")
-        + rows("dropmatch", [0, 0, 0, 0], K=8, p_drop=0.3, criterion="js+majority")
-    )
-    paired = paired_scores(df).set_index("rule")  # DropMatch at the compared K (the paper's 5) only
-    assert paired.loc["DropMatch js+majority", "problems"] == 4
-    assert paired.loc["top-k", ["lost", "gained", "problems"]].tolist() == [1, 2, 4]
-    assert paired.loc["top-k", "mcnemar_p"] == pytest.approx(mcnemar_p(1, 2)) == 1.0
-    assert paired.loc["DropMatch js+majority", ["lost", "gained"]].tolist() == [0, 0]
-    assert paired.loc["top-k", "score"] == 0.75 and paired.loc["top-k", "score_lossless"] == 0.5
+def test_the_report_renders_the_tables_the_tables_modules_compute(table):
+    """report.py computes no table: each one in the HTML is table_html of what sweep_tables, tradeoff and claims
+    return for the same rows."""
+    page = render(table, {})
+    assert table_html(paper_comparison(table)) in page
+    for _, part in table.groupby("suite"):
+        assert table_html(summary(part).drop(columns=["suite"])) in page
+        assert table_html(per_category(part)) in page
+    relatives = load_sweep(Path(__file__).parents[2] / "assets" / "relatives")
+    part = relatives[relatives["suite"] == "humaneval"]
+    page = render(part, {})
+    assert len(paired_scores(part)) and table_html(paired_scores(part)) in page
+    assert len(matched_table(part)) and table_html(matched_table(part)) in page

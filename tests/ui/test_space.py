@@ -14,6 +14,8 @@ import app
 from dropmatch import embedded, models
 from ui import common
 
+pytestmark = pytest.mark.server  # launches the app on a local port
+
 
 @pytest.fixture
 def space(monkeypatch, tmp_path):

@@ -1,0 +1,95 @@
+"""The paper's claims beside what a sweep measured: one row per claim, the paper's value and the reference
+measurement quoted (dropmatch.lab.paper), this sweep's computed per suite from its tidy table.
+
+Every "this sweep" statement is computed here from the table; nothing is quoted. `dropmatch.lab.report` and the
+app's Analysis tab render the table.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import pandas as pd
+
+from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
+from dropmatch.sweep_tables import mcnemar_p, paired, pooled, rows_at
+from dropmatch.tradeoff import centre, held
+
+
+def _gain(df: pd.DataFrame, gamma) -> str | None:
+    """Pooled tau of lossless and of DropMatch at the centre with this gamma."""
+    base, dm = rows_at(df, "lossless", gamma=gamma), rows_at(df, "dropmatch", **{**centre(df), "gamma": gamma})
+    if base.empty or dm.empty:
+        return None
+    a, b = pooled(base), pooled(dm)
+    return (
+        f"γ {gamma}: {b / a - 1:+.0%} (pooled tau {a:.2f} → {b:.2f}; median per prompt {dm['tau_gain'].median():+.0%})"
+    )
+
+
+def _speedups(df: pd.DataFrame) -> str | None:
+    med = held(df, "gamma").groupby("gamma")[["speedup", "speedup_cpu"]].median().dropna(how="all")
+    text = ", ".join(f"γ {g}: {r.speedup:.2f}x wall, {r.speedup_cpu:.2f}x CPU time" for g, r in med.iterrows())
+    load = df["loadavg"].median()
+    during = f"; timed under a median 1-minute load of {load:.1f}" if pd.notna(load) else ""
+    return f"{text} (medians over prompts{during})" if len(med) else None
+
+
+def _sweep_of(df: pd.DataFrame, factor: str) -> str | None:
+    dm = held(df, factor)
+    if dm[factor].nunique() < 2:
+        return None
+    taus = dm.groupby(factor)["tau"].median()
+    base = rows_at(df, "lossless", gamma=centre(df)["gamma"])["tau"].median()
+    values = " / ".join(f"{v:.2f}" for v in taus)
+    names = " / ".join(f"{k:g}" if isinstance(k, numbers.Number) else str(k) for k in taus.index)
+    return f"{values} for {factor} {names} (lossless {base:.2f}; medians)"
+
+
+def _score(df: pd.DataFrame) -> str | None:
+    """Mean task score of lossless and DropMatch at the centre, and the paired test on the problems both ran."""
+    scored, c = df.dropna(subset=["score"]), centre(df)
+    base, dm = rows_at(scored, "lossless", gamma=c["gamma"]), rows_at(scored, "dropmatch", **c)
+    if base.empty or dm.empty:
+        return None
+    _, lost, gained = paired(base, dm)
+    a, b = base["score"].mean(), dm["score"].mean()
+    return (
+        f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {len(dm)} problems; {lost} lost, {gained} gained, "
+        f"exact McNemar p = {mcnemar_p(lost, gained):.2f})"
+    )
+
+
+def _korean(df: pd.DataFrame) -> str | None:
+    ko, c = df[df["category"] == "korean"], centre(df)
+    if ko.empty:
+        return None
+    before, after = pooled(rows_at(ko, "lossless", gamma=c["gamma"])), pooled(rows_at(ko, "dropmatch", **c))
+    return f"pooled tau {before:.2f} → {after:.2f}"
+
+
+def paper_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim: the paper, the reference implementation, and this sweep (per suite, computed)."""
+    ours = {key: [] for key in PAPER}
+    for suite, part in df.groupby("suite"):
+        if not centre(part):
+            continue
+        longest = max(part["gamma"])
+        values = {
+            "gain5": _gain(part, 5),
+            "gain_long": _gain(part, longest) if longest > 5 else None,
+            "speedup": _speedups(part),
+            "score": _score(part),
+            "humaneval": _gain(part, centre(part)["gamma"]) if suite == "humaneval" else None,
+            "korean": _korean(part),
+            "p_drop": _sweep_of(part, "p_drop"),
+            "K": _sweep_of(part, "K"),
+            "criterion": _sweep_of(part, "criterion"),
+        }
+        for key, value in values.items():
+            if value is not None:
+                ours[key].append(f"{suite}: {value}")
+    rows = [
+        (claim, paper, ref, "; ".join(ours[key]) or "not in this sweep") for key, (claim, paper, ref) in PAPER.items()
+    ]
+    return pd.DataFrame(rows, columns=["claim", PAPER_COLUMN, REFERENCE_COLUMN, "this sweep"])

@@ -1,0 +1,198 @@
+"""The lab's files, each read and checked here, where it enters: a sweep's manifest (sweep.json), the rows of its
+cell log (cells.jsonl) and a calibration result (`python -m dropmatch calibrate --json`).
+
+The dataclasses below are the schemas: what each file holds, field by field. A malformed file is one ValueError
+that names the file and the field (the app shows it as it is, the command line prints it), so nothing past these
+readers meets a bad file. The readers return plain dicts, as the report, the figures and the app read them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import typing
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from dropmatch.config import SWEEP_METHODS
+from dropmatch.schema import check_fields, check_value
+
+CELLS, MANIFEST, TABLE = "cells.jsonl", "sweep.json", "table.csv"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A suite's run-wide settings, shared by every cell (sweep.json: suite -> "run")."""
+
+    max_new_tokens: int
+    seed: int = 0
+    dtype: str | None = None
+    target_id: str | None = None
+    draft_id: str | None = None
+    draft_quant: str | None = None  # only when the draft is not as loaded
+    draft_vocab: int | None = None
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a suite's settings were chosen, and where its timings come from (sweep.json: suite -> "design")."""
+
+    design: str
+    centre: dict | None = None
+    grid: dict[str, list | None] | None = None
+    methods: list[str] | None = None
+    rules: dict[str, list[float]] | None = None
+    environment: dict | None = None
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One suite of a sweep directory (sweep.json maps each suite's name to one)."""
+
+    run: dict
+    design: dict | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What identifies a row of the cell log; its other fields are the runner's metrics (lab.sweep.COLUMNS)."""
+
+    key: str
+    suite: str
+    prompt_id: str
+    method: str
+    gamma: int
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration result: the unanimity curve per p_drop, the pick, and the per-dimension view."""
+
+    suite: str
+    K: int
+    target_unanimity: float
+    chosen: float
+    reached: bool
+    positions: int
+    curve: list[dict]  # one row per p_drop: p_drop, unanimity, js_threshold, relax_<criterion>, ...
+    dims: dict[str, list[float]]  # dim, flip_rate, mean_abs_h: one value per hidden dimension
+    source: str | None = None
+    settings: dict | None = None
+    environment: dict | None = None
+    dims_positions: int | None = None
+
+
+def read_json(path: str | Path):
+    """A JSON file, or a ValueError naming it (missing, not UTF-8 text, not JSON)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file (not UTF-8)") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+
+
+def _one_of(value, allowed, where: str) -> None:
+    if value not in allowed:
+        raise ValueError(f"{where}: must be one of {', '.join(allowed)}, got {value!r}")
+
+
+# ---- the sweep manifest ---------------------------------------------------------------------------
+def check_entry(entry, where: str) -> dict:
+    """One suite's manifest entry, checked against SuiteEntry, Run and Design."""
+    check_fields(entry, SuiteEntry, where)
+    check_fields(entry["run"], Run, f"{where}.run")
+    design = entry.get("design")
+    if design is not None:
+        check_fields(design, Design, f"{where}.design")
+        for i, method in enumerate(design.get("methods") or []):
+            _one_of(method, SWEEP_METHODS, f"{where}.design.methods[{i}]")
+    return entry
+
+
+def read_manifest(out_dir: str | Path) -> dict[str, dict]:
+    """A sweep directory's sweep.json, checked: suite -> {"run", "design"} ({} where there is none yet)."""
+    path = Path(out_dir) / MANIFEST
+    if not path.exists():
+        return {}
+    manifest = read_json(path)
+    check_value(manifest, dict, str(path))
+    return {suite: check_entry(entry, f"{path}: {suite}") for suite, entry in manifest.items()}
+
+
+def write_manifest(out_dir: str | Path, manifest: dict[str, dict]) -> None:
+    """Write sweep.json (each entry checked first: what is written reads back)."""
+    path = Path(out_dir) / MANIFEST
+    for suite, entry in manifest.items():
+        check_entry(entry, f"{path}: {suite}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+# ---- the cell log -------------------------------------------------------------------------------
+def check_cell(row, where: str) -> dict:
+    """One row of the cell log: the Cell fields present and of their types, its method a sweep's."""
+    check_value(row, dict, where)
+    for name, hint in typing.get_type_hints(Cell).items():
+        if name not in row:
+            raise ValueError(f"{where}.{name}: missing")
+        check_value(row[name], hint, f"{where}.{name}")
+    _one_of(row["method"], SWEEP_METHODS, f"{where}.method")
+    return row
+
+
+def read_cell_rows(out_dir: str | Path) -> list[dict]:
+    """The rows of a sweep's cell log, each checked; a line cut short by an interruption is skipped with a
+    warning (the next run redoes its cell), any other malformed line is an error naming it."""
+    path = Path(out_dir) / CELLS
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() if path.exists() else [], 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            warnings.warn(f"{path}: line {n} is incomplete (an interrupted write) and is ignored", stacklevel=3)
+            continue
+        rows.append(check_cell(row, f"{path}, line {n}: row"))
+    return rows
+
+
+# ---- the calibration result ---------------------------------------------------------------------
+CURVE_RANGES = {"p_drop": (0.0, 1.0), "unanimity": (0.0, 1.0)}  # what every curve row holds, and its range
+DIMS = ("dim", "flip_rate", "mean_abs_h")  # the per-dimension view's columns, one value per hidden dimension
+
+
+def _number(value, where: str, lo: float = -math.inf, hi: float = math.inf) -> None:
+    """A finite number in [lo, hi]."""
+    check_value(value, float, where)
+    if not lo <= value <= hi:
+        raise ValueError(f"{where}: must lie in [{lo:g}, {hi:g}], got {value!r}")
+
+
+def _check_curve_row(row: dict, where: str) -> None:
+    """p_drop and unanimity in range; every other value a number (a relax rate is NaN where nothing was rejected)."""
+    for name, (lo, hi) in CURVE_RANGES.items():
+        if name not in row:
+            raise ValueError(f"{where}.{name}: missing")
+        _number(row[name], f"{where}.{name}", lo, hi)
+    for name, value in row.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where}.{name}: expected a number, got {value!r}")
+
+
+def read_calibration(path: str | Path) -> dict:
+    """A calibration file, checked: its fields (Calibration), the pick, every curve row, the dims' columns."""
+    cal, where = read_json(path), f"{path}: calibration"
+    check_fields(cal, Calibration, where)
+    _number(cal["chosen"], f"{where}.chosen", 0.0, 1.0)
+    for i, row in enumerate(cal["curve"]):
+        _check_curve_row(row, f"{where}.curve[{i}]")
+    missing = [name for name in DIMS if name not in cal["dims"]]
+    if missing:
+        raise ValueError(f"{where}.dims.{missing[0]}: missing")
+    if len({len(cal["dims"][name]) for name in DIMS}) > 1:
+        sizes = ", ".join(f"{name} {len(cal['dims'][name])}" for name in DIMS)
+        raise ValueError(f"{where}.dims: its columns differ in length ({sizes})")
+    return cal

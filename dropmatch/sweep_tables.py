@@ -1,0 +1,124 @@
+"""The tables behind a sweep's report: one row per setting, the centre per category, and each setting's task
+score against lossless problem by problem (exact McNemar test).
+
+Input is a sweep's tidy table (one row per prompt x setting, `dropmatch.lab.sweep.load_sweep`); the trade-off
+points and the rows the rules are compared on come from `dropmatch.tradeoff`. Pure pandas: no model, no HTML
+(`dropmatch.lab.report` renders these tables).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
+from dropmatch.metrics import pooled_tau
+from dropmatch.tradeoff import centre, compared_rows, knob_of, rule_name, setting_points
+
+# per setting, the median over prompts of each of these (the rest of `summary` pools or averages)
+MEDIANS = (
+    "tau",
+    "acceptance_rate",
+    "tokens_per_s",
+    "speedup",
+    "speedup_cpu",
+    "tau_gain",
+    "first_divergence",
+    "equal_share",
+    "loadavg",
+)
+RATES = ("capped", "loop", "loop_relaxed")  # shares of runs (of looping runs for loop_relaxed)
+PER_CATEGORY = ("tau", "speedup", "speedup_cpu", "equal_share", "score")
+
+
+def pooled(rows: pd.DataFrame) -> float:
+    """Pooled tau of some rows: sum N / sum T."""
+    return pooled_tau(rows["n_tokens"], rows["target_forwards"])
+
+
+def rows_at(df: pd.DataFrame, method: str, **factors) -> pd.DataFrame:
+    """The rows of one method with each given factor at its value."""
+    rows = df[df["method"] == method]
+    for name, value in factors.items():
+        rows = rows[rows[name] == value]
+    return rows
+
+
+def _relaxed_cost(rows: pd.DataFrame) -> float:
+    """The cost of a relaxed acceptance pooled over every relaxed acceptance in the rows' outputs."""
+    n = rows["relaxed_emitted"].sum()
+    return rows["relaxed_cost_sum"].sum() / n if n > 0 else float("nan")
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score; lossless
+    first at each gamma, then DropMatch, then the relatives."""
+    g = df.groupby(["suite", *SETTING_COLUMNS], dropna=False, sort=True)
+    out = g[[*MEDIANS, "length_ratio"]].median()
+    out.insert(0, "prompts", g.size())
+    out.insert(2, "tau_pooled", g.apply(pooled))
+    out["score"] = g["score"].mean()
+    for rate in RATES:
+        out[rate] = g[rate].mean()
+    out["relaxed_cost_mean"] = g.apply(_relaxed_cost)
+    out["mean_logp"] = g["mean_logp"].mean()
+    order = ["suite", "gamma", *(c for c in SETTING_COLUMNS if c != "gamma")]
+    rank = {method: i for i, method in enumerate(SWEEP_METHODS)}
+    out = out.reset_index()
+    out = out.sort_values(order, key=lambda c: c.map(rank) if c.name == "method" else c, ignore_index=True)
+    return out.dropna(axis=1, how="all")
+
+
+def per_category(part: pd.DataFrame) -> pd.DataFrame:
+    """Medians per category for lossless and DropMatch at the centre setting, one column per metric x method."""
+    c = centre(part)
+    rows = pd.concat([rows_at(part, "lossless", gamma=c["gamma"]), rows_at(part, "dropmatch", **c)])
+    per = rows.groupby(["category", "method"])[list(PER_CATEGORY)].median().unstack("method")
+    per.columns = [f"{m} {v}" for v, m in per.columns]
+    return per.reset_index().dropna(axis=1, how="all")
+
+
+def mcnemar_p(lost: int, gained: int) -> float:
+    """Two-sided exact McNemar test: the discordant pairs against Binomial(lost + gained, 1/2)."""
+    n = lost + gained
+    tail = sum(math.comb(n, i) for i in range(min(lost, gained) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired(base: pd.DataFrame, other: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
+    """The problems both ran (score, score_other), the problems lost (base solves, other does not) and gained."""
+    pairs = base[["prompt_id", "score"]].merge(other[["prompt_id", "score"]], on="prompt_id", suffixes=("", "_other"))
+    lost = int(((pairs["score"] == 1) & (pairs["score_other"] == 0)).sum())
+    gained = int(((pairs["score"] == 0) & (pairs["score_other"] == 1)).sum())
+    return pairs, lost, gained
+
+
+def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
+    """Every setting's task score against lossless on the same problems (same γ): problems lost and gained and
+    the exact McNemar p-value, one row per setting at the compared γ."""
+    scored = df.dropna(subset=["score"])
+    if scored.empty:
+        return pd.DataFrame()
+    points = setting_points(scored).set_index(["rule", "knob"])
+    rows = compared_rows(scored).assign(
+        rule=lambda d: d.apply(rule_name, axis=1), knob=lambda d: d.apply(knob_of, axis=1)
+    )
+    base = rows[rows["method"] == "lossless"]
+    out = []
+    for (rule, knob), part in rows[rows["method"] != "lossless"].groupby(["rule", "knob"], sort=False):
+        pairs, lost, gained = paired(base, part)
+        out.append(
+            {
+                "rule": rule,
+                "knob": knob,
+                "problems": len(pairs),
+                "tau": points.loc[(rule, knob), "tau"],
+                "score": part["score"].mean(),
+                "score_lossless": pairs["score"].mean(),
+                "lost": lost,
+                "gained": gained,
+                "mcnemar_p": mcnemar_p(lost, gained),
+            }
+        )
+    return pd.DataFrame(out)

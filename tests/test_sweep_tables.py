@@ -1,0 +1,132 @@
+"""The tables behind a sweep's report, on handmade tables whose answers are known: per setting (medians, pooled
+tau, pooled relaxed cost, lossless first at each gamma), per category at the centre, and the paired task scores."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from dropmatch.sweep_tables import mcnemar_p, paired_scores, per_category, summary
+
+MEDIANS = ("acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence", "loadavg")
+
+
+def cells(method, gamma, taus, n_tokens, cost=(0.0, 0.0), emitted=(0, 0), **setting) -> list[dict]:
+    """One row per prompt (p0 in category a, p1 in b) of one setting; tau = N / T for each prompt."""
+    base = {"suite": "s", "method": method, "gamma": gamma, "K": None, "p_drop": None, "criterion": None, "knob": None}
+    return [
+        base
+        | setting
+        | {m: 1.0 for m in MEDIANS}
+        | {
+            "prompt_id": f"p{i}",
+            "category": "ab"[i],
+            "tau": tau,
+            "n_tokens": n,
+            "target_forwards": n / tau,
+            "equal_share": 1.0 if method == "lossless" else 0.5,
+            "length_ratio": 1.0,
+            "score": None,
+            "capped": float(i == 0),
+            "loop": 0.0,
+            "loop_relaxed": None,
+            "relaxed_cost_sum": c,
+            "relaxed_emitted": e,
+            "mean_logp": -1.0 - i,
+        }
+        for i, (tau, n, c, e) in enumerate(zip(taus, n_tokens, cost, emitted))
+    ]
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    dm = {"K": 5, "p_drop": 0.3, "criterion": "js+majority"}
+    return pd.DataFrame(
+        cells("relative", 5, (3.0, 3.0), (30, 30), criterion="typical", knob=0.09)
+        + cells("lossless", 8, (2.5, 2.5), (10, 10))
+        + cells("dropmatch", 5, (4.0, 6.0), (20, 60), cost=(1.0, 6.0), emitted=(1, 2), **dm)
+        + cells("lossless", 5, (2.0, 5.0), (10, 50))
+    )
+
+
+def test_summary_has_one_row_per_setting_lossless_first_at_each_gamma(table):
+    out = summary(table)
+    assert list(zip(out["gamma"], out["method"])) == [
+        (5, "lossless"),
+        (5, "dropmatch"),
+        (5, "relative"),
+        (8, "lossless"),
+    ]
+    assert list(out["prompts"]) == [2, 2, 2, 2]
+    assert "score" not in out and "loop_relaxed" not in out  # no setting has a value: the column goes
+    assert list(out.columns[:9]) == [
+        *("suite", "method", "gamma", "K", "p_drop", "criterion", "knob"),
+        *("prompts", "tau"),
+    ]
+
+
+def test_summary_takes_medians_and_pools_tau_and_the_relaxed_cost(table):
+    out = summary(table).set_index(["gamma", "method"])
+    lossless, dm = out.loc[(5, "lossless")], out.loc[(5, "dropmatch")]
+    assert lossless["tau"] == 3.5 and lossless["tau_pooled"] == 60 / 15  # median of 2 and 5; sum N / sum T
+    assert dm["tau"] == 5.0 and dm["tau_pooled"] == pytest.approx(80 / (5 + 10))
+    assert dm["relaxed_cost_mean"] == pytest.approx(7 / 3)  # pooled over acceptances, not the mean of 1 and 3
+    assert math.isnan(lossless["relaxed_cost_mean"])  # nothing relaxed
+    assert dm["capped"] == 0.5 and dm["equal_share"] == 0.5 and dm["mean_logp"] == -1.5
+
+
+def test_per_category_sets_lossless_beside_dropmatch_at_the_centre(table):
+    out = per_category(table).set_index("category")
+    assert out.loc["a", "lossless tau"] == 2.0 and out.loc["b", "lossless tau"] == 5.0  # gamma 5, not 8
+    assert out.loc["a", "dropmatch tau"] == 4.0 and out.loc["b", "dropmatch tau"] == 6.0
+    assert "relative tau" not in out and "lossless score" not in out
+
+
+@pytest.mark.parametrize("lost, gained, p", [(0, 0, 1.0), (6, 2, 0.2890625), (2, 6, 0.2890625), (10, 0, 2 / 1024)])
+def test_mcnemar_exact(lost, gained, p):
+    assert mcnemar_p(lost, gained) == pytest.approx(p)
+
+
+def test_paired_scores_count_lost_and_gained_problems_per_setting():
+    def rows(method, scores, **setting):
+        return [
+            {
+                "method": method,
+                "gamma": 5,
+                "K": None,
+                "p_drop": None,
+                "criterion": None,
+                "knob": None,
+                "prompt_id": f"HumanEval/{i}",
+                "score": s,
+                "n_tokens": 10,
+                "target_forwards": 4,
+                "speedup": 1.0,
+                "speedup_cpu": 1.0,
+                "equal_share": 1.0,
+                "length_ratio": 1.0,
+                "loop": 0,
+                "loop_relaxed": None,
+                "capped": 0,
+                "relaxed_cost_sum": 0.0,
+                "relaxed_emitted": 0,
+                "mean_logp": -1.0,
+            }
+            | setting
+            for i, s in enumerate(scores)
+        ]
+
+    df = pd.DataFrame(
+        rows("lossless", [1, 1, 0, 0])
+        + rows("relative", [0, 1, 1, 1], criterion="top-k", knob=3)
+        + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority")
+        + rows("dropmatch", [0, 0, 0, 0], K=8, p_drop=0.3, criterion="js+majority")
+    )
+    paired = paired_scores(df).set_index("rule")  # DropMatch at the compared K (the paper's 5) only
+    assert paired.loc["DropMatch js+majority", "problems"] == 4
+    assert paired.loc["top-k", ["lost", "gained", "problems"]].tolist() == [1, 2, 4]
+    assert paired.loc["top-k", "mcnemar_p"] == pytest.approx(mcnemar_p(1, 2)) == 1.0
+    assert paired.loc["DropMatch js+majority", ["lost", "gained"]].tolist() == [0, 0]
+    assert paired.loc["top-k", "score"] == 0.75 and paired.loc["top-k", "score_lossless"] == 0.5
