@@ -8,10 +8,12 @@ stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
 import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,15 +24,17 @@ import transformers
 from dropmatch import metrics
 from dropmatch.config import (
     CRITERION_NAMES,
-    DEFAULT_CRITERION,
     DRAFT_QUANTS,
     KNOBS,
     METHODS,
     MODES,
+    PAIR_SETTINGS,
     PAPER_SETTING,
     PAPER_UNANIMITY,
+    SETTINGS,
     DecodeConfig,
     bounded_float,
+    check_setting,
     criterion_method,
 )
 from dropmatch.decode import generate
@@ -65,64 +69,77 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-# ---- generate ----------------------------------------------------------------------------------
-def _add_decode_args(p: argparse.ArgumentParser) -> None:
+def _threads(n: int) -> None:
+    """torch's CPU threads: `n`, never more than the CPUs this process may use."""
+    torch.set_num_threads(min(n, len(os.sched_getaffinity(0))))
+
+
+# ---- arguments shared by the subcommands ----------------------------------------------------------
+# The decoding settings the command line takes (the app's SETTINGS but the pair's own, asked for with the pair),
+# and what --help says of each: the flag, type and default come from DecodeConfig's field, the checks from
+# DecodeConfig.from_settings.
+DECODE_SETTINGS = tuple(name for name in SETTINGS if name not in PAIR_SETTINGS)
+SETTING_HELP = {
+    "gamma": "draft tokens per round",
+    "K": "dropout paths K",
+    "p_drop": "dropout rate on the LM-head input",
+    "criterion": "a DropMatch rule on the K paths, or one of its relatives (which takes --knob)",
+    "mode": "or: the lossless test OR the criterion accepts a draft; replace: the criterion alone",
+    "temperature": "0 = greedy",
+    "max_new_tokens": "tokens to generate at most",
+    "seed": "the seed of the dropout masks and of sampling",
+    "knob": "the relative's one setting; defaults: "
+    + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()),
+}
+CHOICES = {"criterion": CRITERION_NAMES, "mode": MODES}
+
+
+def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: str) -> None:
+    """--name for each decoding setting named (K: --k, p_drop: --p-drop), typed and defaulted as DecodeConfig's
+    field (`float | None`: a float, default None); `helps` replaces a setting's help text."""
+    fields, hints = {f.name: f for f in dataclasses.fields(DecodeConfig)}, typing.get_type_hints(DecodeConfig)
+    for name in names:
+        kind = next(t for t in (*typing.get_args(hints[name]), hints[name]) if t in (int, float, str))
+        p.add_argument(
+            "--" + name.lower().replace("_", "-"),
+            dest=name,
+            type=kind,
+            default=fields[name].default,
+            choices=CHOICES.get(name),
+            help=helps.get(name, SETTING_HELP[name]),
+        )
+
+
+def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = False) -> None:
+    """The model pair: --target, --draft, --dtype, --device; --device-map where the subcommand can spread a pair;
+    the lean draft (--draft-quant, --draft-vocab) where it decodes with the draft."""
     p.add_argument("--target", default=DEFAULT_TARGET, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--draft", default=DEFAULT_DRAFT, help="hub id, local path, or 'embedded' (default)")
-    p.add_argument("--gamma", type=int, default=PAPER_SETTING["gamma"], help="draft tokens per round")
-    p.add_argument("--k", type=int, default=PAPER_SETTING["K"], help="dropout paths K")
-    p.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="dropout rate on the LM-head input")
-    p.add_argument(
-        "--criterion",
-        default=DEFAULT_CRITERION,
-        choices=CRITERION_NAMES,
-        help="a DropMatch rule on the K paths, or one of its relatives (which takes --knob)",
-    )
-    p.add_argument(
-        "--knob",
-        type=float,
-        default=None,
-        help="the relative's one setting; defaults: "
-        + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()),
-    )
-    p.add_argument("--mode", default="or", choices=MODES)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dtype", default="bfloat16", choices=list(DTYPES))
-    p.add_argument(
-        "--draft-quant",
-        default="none",
-        choices=DRAFT_QUANTS,
-        help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)",
-    )
-    p.add_argument(
-        "--draft-vocab",
-        type=_positive,
-        default=None,
-        help="the draft's head scores only the N most frequent tokens (default: all)",
-    )
+    p.add_argument("--dtype", default="bfloat16", choices=tuple(DTYPES))
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    p.add_argument("--device-map", default=None, help="'auto' spreads a pair too large for one device (accelerate)")
-    p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
+    if device_map:
+        p.add_argument("--device-map", default=None, help="'auto' spreads a pair too large for one device (accelerate)")
+    if lean:
+        p.add_argument(
+            "--draft-quant",
+            default="none",
+            choices=DRAFT_QUANTS,
+            help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)",
+        )
+        p.add_argument(
+            "--draft-vocab",
+            type=_positive,
+            default=None,
+            help="the draft's head scores only the N most frequent tokens (default: all)",
+        )
 
 
+# ---- generate ----------------------------------------------------------------------------------
 def decode_config(args: argparse.Namespace, method: str | None, evidence: bool = False) -> DecodeConfig:
-    """The config of one method from the decode arguments; None = the method that runs --criterion."""
-    method = method or criterion_method(args.criterion)
-    return DecodeConfig(
-        method=method,
-        gamma=args.gamma,
-        K=args.k,
-        p_drop=args.p_drop,
-        criterion=args.criterion,
-        mode=args.mode,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        evidence=evidence,
-        knob=args.knob if method == "relative" else None,
-    )
+    """The config of one method from the decode arguments (DecodeConfig.from_settings); None = the method that runs
+    --criterion."""
+    settings = {name: getattr(args, name) for name in DECODE_SETTINGS}
+    return DecodeConfig.from_settings(method=method, evidence=evidence, **settings)
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -169,7 +186,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(
-            f"gamma={args.gamma} K={args.k} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
+            f"gamma={args.gamma} K={args.K} p_drop={args.p_drop} criterion={args.criterion} mode={args.mode} "
             f"dtype={args.dtype} prompts={len(prompts)} max_new_tokens={args.max_new_tokens}"
         )
         print(table.to_string())
@@ -249,7 +266,7 @@ def _cmd_sweep(args) -> int:
     if args.backend != "ray" and (args.actors is not None or args.ray_address is not None):
         raise ValueError("--actors and --ray-address need --backend ray")
     distributed = _ray_backend() if args.backend == "ray" else None
-    torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))  # never more threads than usable CPUs
+    _threads(args.threads)
     items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
     grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
     rules = dict(args.rule or [])
@@ -342,7 +359,7 @@ def _cmd_matched(args) -> int:
 
 
 def _cmd_calibrate(args) -> int:
-    torch.set_num_threads(min(args.threads, len(os.sched_getaffinity(0))))
+    _threads(args.threads)
     items = suites.load_suite(args.suite, args.limit)
     recorded = sweep.load_sweep(args.source) if args.source else None
     if recorded is not None:
@@ -420,7 +437,9 @@ def _add_generate(sub) -> None:
         "--json", default=None, help="write the trace (config, text, ids, records, rounds) and metrics here"
     )
     gen.add_argument("--evidence", action="store_true", help="compute the K paths at every position (for display)")
-    _add_decode_args(gen)
+    gen.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
+    _add_settings(gen)
+    _add_pair(gen, device_map=True)
     gen.set_defaults(func=_cmd_generate)
 
 
@@ -429,7 +448,9 @@ def _add_bench(sub) -> None:
     p.add_argument("--prompts", required=True, help="a suite: JSONL (id, category, prompt[, chat]) or 'humaneval'")
     p.add_argument("--limit", type=int, default=None, help="first N prompts only")
     p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
-    _add_decode_args(p)
+    p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
+    _add_settings(p)
+    _add_pair(p, device_map=True)
     p.set_defaults(func=_cmd_bench)
 
 
@@ -486,24 +507,8 @@ def _add_sweep(sub) -> None:
         help="e.g. gamma=5,K=5,p_drop=0.3 (the default)",
     )
     p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
-    p.add_argument("--max-new-tokens", type=_positive, default=64)
-    p.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
-    p.add_argument(
-        "--draft-quant",
-        default="none",
-        choices=DRAFT_QUANTS,
-        help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)",
-    )
-    p.add_argument(
-        "--draft-vocab",
-        type=_positive,
-        default=None,
-        help="the draft's head scores only the N most frequent tokens (default: all)",
-    )
-    p.add_argument("--target", default=DEFAULT_TARGET)
-    p.add_argument("--draft", default=DEFAULT_DRAFT)
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--seed", type=int, default=0)
+    _add_settings(p, ("max_new_tokens", "seed"))
+    _add_pair(p)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
     p.add_argument(
         "--threads",
@@ -549,7 +554,9 @@ def _add_analysis(sub) -> None:
     )
     c.add_argument("--suite", required=True, help="a JSONL suite file or 'humaneval'")
     c.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
-    c.add_argument("--k", type=_positive, default=PAPER_SETTING["K"], help="dropout paths K")
+    c.add_argument(
+        "--k", type=_arg(lambda t: check_setting("K", t)), default=PAPER_SETTING["K"], help="dropout paths K"
+    )
     c.add_argument(
         "--p-drop",
         type=_arg(lambda t: sweep.parse_values(t, "p_drop")),
@@ -569,13 +576,10 @@ def _add_analysis(sub) -> None:
         default=None,
         help="a sweep directory whose lossless outputs give the positions (default: decode them now)",
     )
-    c.add_argument("--max-new-tokens", type=_positive, default=64, help="when decoding the positions now")
+    _add_settings(c, ("max_new_tokens",), max_new_tokens="tokens per prompt when decoding the positions now")
     c.add_argument("--dims", type=_positive, default=256, help="positions for the per-dimension view")
     c.add_argument("--json", default=None, help="write the curve, the pick and the per-dimension view here")
-    c.add_argument("--dtype", choices=tuple(DTYPES), default="bfloat16")
-    c.add_argument("--target", default=DEFAULT_TARGET)
-    c.add_argument("--draft", default=DEFAULT_DRAFT)
-    c.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    _add_pair(c, lean=False)
     c.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
     c.set_defaults(func=_cmd_calibrate)
 

@@ -1,12 +1,14 @@
 """Every shared constant once, and one frozen, validated configuration for a decoding run.
 
 Importing this module pulls in no torch: the command line, the lab and the app read their choices
-(methods, modes, criteria, limits, the paper's setting) from here.
+(methods, modes, criteria, the settings and their ranges, the paper's setting) from here; raw user settings
+(the app's, the command line's) become a config through `DecodeConfig.from_settings`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
 
 # target: target-only reference; lossless: standard speculative decoding; dropmatch: lossless OR a rule on
 # the K dropout paths; relative: lossless OR one of the relatives' rules (no paths).
@@ -17,10 +19,6 @@ DRAFT_QUANTS = ("none", "int8")  # the draft's weights: as loaded, or int8 weigh
 # The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
 DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive")
 DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1
-# Inclusive integer ranges. seed: what torch.Generator.manual_seed takes once the seed is mixed with the
-# round and position (see decode.position_generator), so every seed in range decodes.
-LIMITS = {"gamma": (1, 16), "K": (1, 32), "max_new_tokens": (1, 2048), "seed": (0, 2**31 - 1), "top_n": (1, 50)}
-MAX_TEMPERATURE = 5.0
 # The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
 PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
 # the paper's Table 2: all 5 paths keep the unmasked top-1 at 98.4% of HumanEval positions (Llama-3.1-70B, p_drop 0.3)
@@ -61,6 +59,57 @@ def bounded_float(name: str, value, lo: float, hi: float, *, hi_open: bool = Fal
     return number
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The range of one number: [lo, hi], or [lo, hi) where `hi_open`; whole numbers only where `integer`; `says` is
+    what its messages call it (its name where empty)."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    hi_open: bool = False
+    says: str = ""
+
+    def check(self, name: str, value):
+        """`value` (a number, or a numeric string) as an int or a float in range; otherwise a ValueError naming it."""
+        name = self.says or name
+        if self.integer:
+            return bounded_int(name, value, int(self.lo), int(self.hi))
+        return bounded_float(name, value, self.lo, self.hi, hi_open=self.hi_open)
+
+
+# Every numeric setting's range, checked by `check_setting` alone. seed: what torch.Generator.manual_seed takes once the
+# seed is mixed with the round and position (see decode.position_generator), so every seed in range decodes.
+RANGES = {
+    "gamma": Bound(1, 16, integer=True),
+    "K": Bound(1, 32, integer=True),
+    "p_drop": Bound(0.0, 1.0, hi_open=True),
+    "temperature": Bound(0.0, 5.0),
+    "max_new_tokens": Bound(1, 2048, integer=True, says="max new tokens"),
+    "seed": Bound(0, 2**31 - 1, integer=True),
+    "top_n": Bound(1, 50, integer=True),
+}
+# What a user picks for one run, in the order the app's controls, its /run and /trace endpoints and the command line
+# take them. draft_quant, like draft_vocab, is a property of the loaded pair (PAIR_SETTINGS): the command line asks
+# for it with the pair.
+SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob", "draft_quant")
+PAIR_SETTINGS = ("draft_quant", "draft_vocab")
+
+
+def bound(name: str, limits: Mapping[str, tuple] | None = None) -> Bound:
+    """A setting's range, or a caller's tighter one where `limits` names the setting (the app's tokens per run)."""
+    if limits and name in limits:
+        lo, hi = limits[name]
+        return replace(RANGES[name], lo=lo, hi=hi)
+    return RANGES[name]
+
+
+def check_setting(name: str, value, limits: Mapping[str, tuple] | None = None):
+    """One raw numeric setting (a number, or a string from the API, the command line or a sweep grid) as its type,
+    checked against its range (`bound`): the one range check of every entry point, with one set of messages."""
+    return bound(name, limits).check(name, value)
+
+
 def sampling_temperature(temperature: float) -> float:
     """The temperature distributions are compared at: greedy decoding (T = 0) still compares T = 1 softmaxes."""
     return temperature if temperature > 0 else 1.0
@@ -79,9 +128,7 @@ class Knob:
 
     def check(self, value) -> float:
         """`value` in range (a whole number where `integer`), or a ValueError naming the knob."""
-        if self.integer:
-            return float(bounded_int(self.name, value, int(self.lo), int(self.hi)))
-        return bounded_float(self.name, value, self.lo, self.hi)
+        return float(Bound(self.lo, self.hi, self.integer).check(self.name, value))
 
 
 # The relatives: one knob each (dropmatch.relatives has each rule, its source and its equation). Defaults come
@@ -178,15 +225,25 @@ class DecodeConfig:
             object.__setattr__(self, "knob", int(value) if knob.integer else value)  # the value used, recorded
         elif self.knob is not None:
             raise ValueError(f"knob is a relative's setting; {self.method} takes none (got {self.knob!r})")
-        for name, (lo, hi) in LIMITS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+        for name in RANGES:  # each number as its type (a whole float or a numeric string counts), in range
+            object.__setattr__(self, name, check_setting(name, getattr(self, name)))
         vocab = self.draft_vocab
         if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 1):
             raise ValueError(f"draft_vocab must be a positive integer (or None for the full vocabulary); got {vocab!r}")
-        bounded_float("p_drop", self.p_drop, 0.0, 1.0, hi_open=True)
-        bounded_float("temperature", self.temperature, 0.0, MAX_TEMPERATURE)
+
+    @classmethod
+    def from_settings(cls, limits: Mapping[str, tuple] | None = None, **raw) -> DecodeConfig:
+        """The one way from raw user settings (API strings, slider floats, command-line arguments, sweep values) to a
+        config, with one set of messages: each number as its type and in range (`check_setting`; first within a caller's
+        tighter `limits`, such as the app's tokens per run), the method the criterion's where `raw` names none, and
+        the knob a relative's alone (empty: its default) and ignored for the other methods."""
+        method = raw.pop("method", None) or criterion_method(raw.get("criterion", DEFAULT_CRITERION))
+        for name in set(raw) & set(limits or {}):
+            raw[name] = check_setting(name, raw[name], limits)
+        knob = raw.pop("knob", None)
+        if method == "relative" and knob not in (None, ""):
+            raw["knob"] = knob
+        return cls(method=method, **raw)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -5,7 +5,9 @@ import sys
 
 import pytest
 
-from dropmatch.cli import main
+from dropmatch.cli import build_parser, decode_config, main
+from dropmatch.config import DecodeConfig
+from dropmatch.models import DEFAULT_DRAFT
 
 
 @pytest.mark.parametrize(
@@ -24,6 +26,8 @@ from dropmatch.cli import main
         (["sweep", "--suite", "humaneval", "--out", "x", "--rule", "bogus=1"], "NAME one of fuzzy-js"),
         (["matched", "--from", "tests/data/sweep_small"], "no relative ran on mini_spec_bench"),
         (["calibrate", "--suite", "humaneval", "--target-unanimity", "2"], "target unanimity must lie in [0, 1]"),
+        (["generate", "--prompt", "hi", "--max-new-tokens", "3000"], "max new tokens must be an integer in [1, 2048]"),
+        (["calibrate", "--suite", "humaneval", "--k", "40"], "K must be an integer in [1, 32]; got '40'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, message, capsys):
@@ -44,3 +48,35 @@ def test_the_entry_point_exits_2_with_one_line_and_no_traceback():
     )
     assert proc.returncode == 2 and "gamma must be an integer in [1, 16]" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_decode_arguments_are_the_configs_fields():
+    parser = build_parser()
+    assert decode_config(parser.parse_args(["generate", "--prompt", "hi"]), None) == DecodeConfig()  # the defaults
+    given = ["--k", "3", "--p-drop", "0.1", "--criterion", "typical", "--knob", "0.2", "--max-new-tokens", "9"]
+    cfg = decode_config(parser.parse_args(["generate", "--prompt", "hi", *given]), None)
+    assert (cfg.method, cfg.K, cfg.p_drop, cfg.criterion, cfg.knob, cfg.max_new_tokens) == (
+        "relative",
+        3,
+        0.1,
+        "typical",
+        0.2,
+        9,
+    )
+    lossless = decode_config(parser.parse_args(["bench", "--prompts", "p.jsonl", *given]), "lossless")
+    assert lossless.method == "lossless" and lossless.knob is None  # a relative's knob, ignored by the others
+
+
+@pytest.mark.parametrize(
+    "command, lean",
+    [
+        (["generate", "--prompt", "hi"], True),
+        (["bench", "--prompts", "p.jsonl"], True),
+        (["sweep", "--suite", "s", "--out", "x"], True),
+        (["calibrate", "--suite", "s"], False),
+    ],
+)
+def test_every_decoding_subcommand_takes_the_same_pair_arguments(command, lean):
+    args = build_parser().parse_args([*command, "--target", "t", "--dtype", "float32", "--device", "cpu"])
+    assert (args.target, args.draft, args.dtype, args.device) == ("t", DEFAULT_DRAFT, "float32", "cpu")
+    assert hasattr(args, "draft_quant") is lean and hasattr(args, "draft_vocab") is lean

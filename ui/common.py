@@ -3,10 +3,13 @@ the log), the pair loader, ZeroGPU, named parts."""
 
 from __future__ import annotations
 
+import inspect
 import socket
+import typing
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from functools import partial
+from dataclasses import replace
+from functools import partial, update_wrapper
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -18,16 +21,10 @@ from huggingface_hub import constants, try_to_load_from_cache
 from dropmatch import embedded
 from dropmatch.config import (
     CRITERION_NAMES,
-    DRAFT_QUANTS,
-    KNOBS,
-    LIMITS,
-    MAX_TEMPERATURE,
     MODES,
     PAPER_SETTING,
+    SETTINGS,
     DecodeConfig,
-    bounded_float,
-    bounded_int,
-    criterion_method,
 )
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
 from viz.summary import RUNS
@@ -49,9 +46,10 @@ PAIR_CHOICES = [
     ("Embedded 4-bit pair (offline)", "embedded"),
     ("Hub bf16 originals (online)", "hub"),
 ]
-# What this app serves, tighter than the library's LIMITS: a prompt's characters and the tokens of one run.
+# What this app serves, tighter than the library's ranges: a prompt's characters, and the tokens of one run (the
+# `limits` the config's settings are checked within).
 APP_PROMPT_CHARS = 4000
-APP_MAX_NEW_TOKENS = (1, 256)
+APP_LIMITS = {"max_new_tokens": (1, 256)}
 APP_VOCAB = 151_936  # the logit width of both pairs the app serves (Qwen2.5-Coder): an opened trace's ids lie below it
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
 # On a CPU the int8 draft by default: lossless all the same (the target verifies every token), and a draft step
@@ -140,35 +138,61 @@ def check_prompt(prompt) -> str:
     return prompt
 
 
-def configs(
-    gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob=None, draft_quant=DEFAULTS["draft_quant"]
-) -> dict[str, DecodeConfig]:
-    """The two configs (same draft, same seed, full evidence): the chosen rule (DropMatch or a relative, at
-    `knob`, empty = its default) on the first side, lossless on the second; both with the draft `draft_quant`."""
-    if draft_quant in (None, ""):
-        draft_quant = DEFAULTS["draft_quant"]
-    if not isinstance(draft_quant, str) or draft_quant not in DRAFT_QUANTS:
-        raise UserError(f"draft weights must be one of {', '.join(DRAFT_QUANTS)}; got {draft_quant!r}")
+def configs(settings: Mapping[str, Any]) -> dict[str, DecodeConfig]:
+    """The two configs from the settings by name (SETTINGS; same draft, same seed, full evidence, within APP_LIMITS):
+    the chosen rule (DropMatch or a relative, at `knob`, empty = its default) on the first side, lossless on the
+    second; an empty draft_quant is the app's default."""
+    raw = {**settings, "draft_quant": settings.get("draft_quant") or DEFAULTS["draft_quant"]}
     with user_errors():
-        method = criterion_method(criterion)
-        if knob in (None, "") or method != "relative":
-            knob = None  # DropMatch's knobs are K and p_drop; an empty box is the relative's default
-        else:
-            knob = KNOBS[criterion].check(knob)
-        shared = {
-            "gamma": bounded_int("gamma", gamma, *LIMITS["gamma"]),
-            "K": bounded_int("K", K, *LIMITS["K"]),
-            "max_new_tokens": bounded_int("max new tokens", max_new_tokens, *APP_MAX_NEW_TOKENS),
-            "seed": bounded_int("seed", seed, *LIMITS["seed"]),
-            "p_drop": bounded_float("p_drop", p_drop, 0.0, 1.0, hi_open=True),
-            "temperature": bounded_float("temperature", temperature, 0.0, MAX_TEMPERATURE),
-            "draft_quant": draft_quant,
-        }
-        relaxed = DecodeConfig(method=method, criterion=criterion, mode=mode, evidence=True, knob=knob, **shared)
-        return {
-            RUNS[0]: relaxed,
-            RUNS[1]: DecodeConfig(method="lossless", criterion=criterion, mode=mode, evidence=True, **shared),
-        }
+        relaxed = DecodeConfig.from_settings(limits=APP_LIMITS, evidence=True, **raw)
+        return {RUNS[0]: relaxed, RUNS[1]: replace(relaxed, method="lossless", knob=None)}
+
+
+def takes_settings(fn):
+    """`fn(..., settings)` as a handler (or a gr.api endpoint) that takes one parameter per setting in place of
+    `settings`: SETTINGS in order, each defaulted as the controls start (DEFAULTS) and typed as its default (the
+    config's field where it starts empty), so Gradio names and types the endpoint's inputs after them; `fn` gets
+    them as one {name: value} dict."""
+    hints, fields = typing.get_type_hints(fn), typing.get_type_hints(DecodeConfig)
+    first = [
+        p.replace(annotation=hints.get(p.name, p.empty))
+        for p in inspect.signature(fn).parameters.values()
+        if p.name != "settings"
+    ]
+    named = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=DEFAULTS.get(name),
+            annotation=fields[name] if DEFAULTS.get(name) is None else type(DEFAULTS[name]),
+        )
+        for name in SETTINGS
+    ]
+    signature = inspect.Signature([*first, *named], return_annotation=hints.get("return", inspect.Signature.empty))
+
+    def split(args, kwargs) -> tuple[list, dict]:
+        given = signature.bind(*args, **kwargs)
+        given.apply_defaults()
+        return [given.arguments[p.name] for p in first], {name: given.arguments[name] for name in SETTINGS}
+
+    if inspect.isgeneratorfunction(fn):  # Gradio streams what a generator function yields
+
+        def handler(*args, **kwargs):
+            head, settings = split(args, kwargs)
+            yield from fn(*head, settings=settings)
+
+    else:
+
+        def handler(*args, **kwargs):
+            head, settings = split(args, kwargs)
+            return fn(*head, settings=settings)
+
+    update_wrapper(handler, fn)
+    handler.__signature__ = signature
+    handler.__annotations__ = {p.name: p.annotation for p in signature.parameters.values() if p.annotation != p.empty}
+    if "return" in hints:
+        handler.__annotations__["return"] = hints["return"]
+    return handler
 
 
 def hub_ready(timeout: float = 3.0) -> bool:

@@ -9,11 +9,11 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import DRAFT_QUANTS, LIMITS, MAX_TEMPERATURE, MODES, criterion_method
+from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound, criterion_method
 from dropmatch.metrics import compute
 from ui import compare, runs
 from ui.common import (
-    APP_MAX_NEW_TOKENS,
+    APP_LIMITS,
     APP_PROMPT_CHARS,
     CRITERION_CHOICES,
     CRITERION_LABELS,
@@ -27,12 +27,13 @@ from ui.common import (
     default_pair,
     parts,
     pick,
+    takes_settings,
     updates,
 )
 from viz.summary import RUNS, divergence, measure, run_names, status_line
 
 CLICK = "Click a token of either output to inspect it."
-RUN_INPUTS = ("prompt", "chat", "pair", *runs.SETTINGS)
+RUN_INPUTS = ("prompt", "chat", "pair", *SETTINGS)
 STATES = ("traces", "step_pos")  # session state: not sent to API clients
 # What /run, /open_files and /open_recorded update, in their order; RUN_OUTPUTS is what a client receives.
 # The maps show each run's own decisions again after a run or an opened file ("recolour" goes back to it).
@@ -58,19 +59,22 @@ STEP = ("step_md", "step_fig", "step_pos")
 
 
 # ---- layout -------------------------------------------------------------------------------------
+def _slider(name: str, step: float, **kwargs) -> gr.Slider:
+    """A setting's slider: its range from the config (within APP_LIMITS; a step short of an open end), its start
+    DEFAULTS."""
+    b = bound(name, APP_LIMITS)
+    return gr.Slider(b.lo, b.hi - step if b.hi_open else b.hi, value=DEFAULTS[name], step=step, **kwargs)
+
+
 def _settings() -> dict:
     """The decoding settings, each with its limits and its default."""
     c = {}
     with gr.Row():
-        c["gamma"] = gr.Slider(*LIMITS["gamma"], value=DEFAULTS["gamma"], step=1, label="γ (draft length)")
-        c["K"] = gr.Slider(*LIMITS["K"], value=DEFAULTS["K"], step=1, label="K (dropout paths)")
+        c["gamma"] = _slider("gamma", 1, label="γ (draft length)")
+        c["K"] = _slider("K", 1, label="K (dropout paths)")
     with gr.Row():
-        c["p_drop"] = gr.Slider(
-            0.0, 0.95, value=DEFAULTS["p_drop"], step=0.05, label="p_drop", info="dropout on the LM-head input"
-        )
-        c["temperature"] = gr.Slider(
-            0.0, MAX_TEMPERATURE, value=DEFAULTS["temperature"], step=0.05, label="temperature", info="0 = greedy"
-        )
+        c["p_drop"] = _slider("p_drop", 0.05, label="p_drop", info="dropout on the LM-head input")
+        c["temperature"] = _slider("temperature", 0.05, label="temperature", info="0 = greedy")
     with gr.Row():
         c["criterion"] = gr.Dropdown(
             CRITERION_CHOICES,
@@ -83,16 +87,9 @@ def _settings() -> dict:
     with gr.Row():
         c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
     with gr.Row():
-        c["max_new_tokens"] = gr.Slider(
-            *APP_MAX_NEW_TOKENS,
-            value=DEFAULTS["max_new_tokens"],
-            step=1,
-            label="max new tokens",
-            elem_id="max-new-tokens",
-        )
-        c["seed"] = gr.Number(
-            value=DEFAULTS["seed"], precision=0, minimum=LIMITS["seed"][0], maximum=LIMITS["seed"][1], label="seed"
-        )
+        c["max_new_tokens"] = _slider("max_new_tokens", 1, label="max new tokens", elem_id="max-new-tokens")
+        seeds = RANGES["seed"]
+        c["seed"] = gr.Number(value=DEFAULTS["seed"], precision=0, minimum=seeds.lo, maximum=seeds.hi, label="seed")
     with gr.Accordion("Engine", open=False):
         c["draft_quant"] = gr.Radio(
             list(DRAFT_QUANTS),
@@ -287,27 +284,11 @@ def finished(v: Parts, traces: dict, note: str, measured: dict | None = None) ->
     }
 
 
-def run(
-    v: Parts,
-    prompt,
-    chat,
-    pair,
-    gamma,
-    K,
-    p_drop,
-    criterion,
-    mode,
-    temperature,
-    max_new_tokens,
-    seed,
-    knob=None,
-    draft_quant=DEFAULTS["draft_quant"],
-):
+@takes_settings
+def run(v: Parts, prompt, chat, pair, *, settings: dict):
     """The chosen rule (DropMatch or a relative) and lossless on the same prompt, draft and seed, streamed side by
     side round by round."""
-    prompt, cfgs = runs.validate(
-        prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob, draft_quant
-    )
+    prompt, cfgs = runs.validate(prompt, settings)
     yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
     clock, traces, measured, drawn = time.perf_counter(), {}, {}, float("-inf")
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
@@ -420,7 +401,7 @@ def restored(v: Parts, traces: dict) -> dict:
         return run_labels(v, traces or {})
     cfg = trace.config
     # a trace recorded before the engine options says nothing of its draft: that control stays as it is
-    settings = {name: cfg[name] for name in runs.SETTINGS if name in cfg and (name != "draft_quant" or cfg[name])}
+    settings = {name: cfg[name] for name in SETTINGS if name in cfg and (name != "draft_quant" or cfg[name])}
     return {**run_labels(v, traces), **updates(v, {"prompt": trace.prompt, "chat": trace.chat, **settings})}
 
 
@@ -440,7 +421,7 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         "fn": bind(restored, v),
         "inputs": v["traces"],
         "api_visibility": "private",
-        "outputs": [*labels, *pick(v, ("prompt", "chat", *runs.SETTINGS))],
+        "outputs": [*labels, *pick(v, ("prompt", "chat", *SETTINGS))],
     }
     v["run"].click(lambda: stop_button(True), None, v["stop"], api_visibility="private", queue=False)
     # preprocess=False: the inputs arrive as sent, and the library's checks name a bad one (a slider's own check

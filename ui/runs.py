@@ -13,7 +13,6 @@ from dropmatch.schema import MAX_BYTES, parse_json
 from dropmatch.trace import Trace
 from ui.common import (
     APP_VOCAB,
-    DEFAULTS,
     ROOT,
     UserError,
     check_prompt,
@@ -21,18 +20,17 @@ from ui.common import (
     default_pair,
     gpu,
     model_pair,
+    takes_settings,
     user_errors,
 )
 from viz.summary import RUNS, measure, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
-# The decoding settings, in the order the controls, /run and /trace take them (after prompt, chat, pair).
-SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob", "draft_quant")
 
 
-def validate(prompt, *settings) -> tuple[str, dict[str, DecodeConfig]]:
-    """The prompt and the two configs, or a clear gr.Error before anything loads."""
-    return check_prompt(prompt), configs(*settings)
+def validate(prompt, settings: dict) -> tuple[str, dict[str, DecodeConfig]]:
+    """The prompt and the two configs from the settings by name, or a clear gr.Error before anything loads."""
+    return check_prompt(prompt), configs(settings)
 
 
 def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
@@ -59,26 +57,11 @@ def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Itera
     yield from interleave(streams)
 
 
-def trace_api(
-    prompt: str,
-    chat: bool = False,
-    pair: str | None = None,
-    gamma: int = DEFAULTS["gamma"],
-    K: int = DEFAULTS["K"],
-    p_drop: float = DEFAULTS["p_drop"],
-    criterion: str = DEFAULTS["criterion"],
-    mode: str = DEFAULTS["mode"],
-    temperature: float = DEFAULTS["temperature"],
-    max_new_tokens: int = DEFAULTS["max_new_tokens"],
-    seed: int = DEFAULTS["seed"],
-    knob: float | None = None,
-    draft_quant: str = DEFAULTS["draft_quant"],
-) -> dict:
+@takes_settings
+def trace_api(prompt: str, chat: bool = False, pair: str | None = None, *, settings: dict) -> dict:
     """Decode with the chosen rule (DropMatch, or a relative at `knob`) and lossless; return both full traces,
     their metrics and their comparison."""
-    prompt, cfgs = validate(
-        prompt, gamma, K, p_drop, criterion, mode, temperature, max_new_tokens, seed, knob, draft_quant
-    )
+    prompt, cfgs = validate(prompt, settings)
     traces = dict(rounds(pair, prompt, cfgs, chat))
     out: dict = {name: t.to_dict() for name, t in traces.items()}
     out["metrics"] = measured = measure(traces)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, bounded_int
+from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, bounded_int, check_setting
 from dropmatch.lab.files import TABLE
 from dropmatch.lab.report import write_report
 from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
@@ -65,7 +65,7 @@ def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dic
     if not isinstance(factor, str) or factor not in (*FACTORS, *KNOBS):
         raise ValueError(f"the varied factor must be one of {', '.join((*FACTORS, *KNOBS))}; got {factor!r}")
     n = bounded_int("prompts", prompts, *LIVE_LIMITS["prompts"])
-    tokens = bounded_int("max new tokens", max_new_tokens, *LIVE_LIMITS["max_new_tokens"])
+    tokens = check_setting("max_new_tokens", max_new_tokens, LIVE_LIMITS)
     grid = {factor: parse_values(values, factor)} if factor in FACTORS else {}
     rules = dict([parse_rule(f"{factor}={values}")]) if factor in KNOBS else {}
     settings = tuple(design_settings(grid, "ofat", rules=rules))

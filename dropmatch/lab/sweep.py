@@ -25,11 +25,11 @@ from dropmatch.config import (
     DROPMATCH_CRITERIA,
     FACTORS,
     KNOBS,
-    LIMITS,
     PAPER_SETTING,
     SETTING_COLUMNS,
     SWEEP_METHODS,
     DecodeConfig,
+    check_setting,
 )
 from dropmatch.decode import stream
 from dropmatch.lab.files import CELLS, read_cell_rows, read_manifest, write_manifest
@@ -76,21 +76,13 @@ Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -
 
 # ---- grids and designs ------------------------------------------------------------------------
 def _check(factor: str, text: str):
-    """One value of a factor, converted and range-checked."""
+    """One value of a factor: a criterion or a method by name, a number as its type and in range (check_setting)."""
     if factor in ("criterion", "method"):
         allowed = DROPMATCH_CRITERIA if factor == "criterion" else METHODS
         if text not in allowed:
             raise ValueError(f"{factor} {text!r} is not one of {', '.join(allowed)}")
         return text
-    kind = float if factor == "p_drop" else int
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ValueError(f"{factor} {text!r} is not {'a number' if kind is float else 'an integer'}") from None
-    lo, hi = (0.0, 1.0) if factor == "p_drop" else LIMITS[factor]
-    if not (lo <= value < hi if factor == "p_drop" else lo <= value <= hi):
-        raise ValueError(f"{factor} {text!r} is outside {f'[{lo}, {hi})' if factor == 'p_drop' else f'[{lo}, {hi}]'}")
-    return value
+    return check_setting(factor, text)
 
 
 def parse_values(text: str, factor: str) -> list:

@@ -49,13 +49,13 @@ def test_parse_values(text, factor, expected):
 @pytest.mark.parametrize(
     "text, factor, message",
     [
-        ("0,abc", "p_drop", "'abc' is not a number"),
-        ("1", "p_drop", r"outside \[0.0, 1.0\)"),
-        ("-0.1", "p_drop", "outside"),
-        ("nan", "p_drop", "outside"),
-        ("2.5", "K", "not an integer"),
-        ("0", "K", r"outside \[1, 32\]"),
-        ("17", "gamma", "outside"),
+        ("0,abc", "p_drop", r"p_drop must lie in \[0, 1\); got 'abc'"),
+        ("1", "p_drop", r"p_drop must lie in \[0, 1\); got '1'"),
+        ("-0.1", "p_drop", r"p_drop must lie in \[0, 1\)"),
+        ("nan", "p_drop", r"p_drop must lie in \[0, 1\)"),
+        ("2.5", "K", r"K must be an integer in \[1, 32\]; got '2.5'"),
+        ("0", "K", r"K must be an integer in \[1, 32\]"),
+        ("17", "gamma", r"gamma must be an integer in \[1, 16\]"),
         ("0.1,,0.2", "p_drop", "comma-separated"),
         ("", "gamma", "comma-separated"),
         ("bogus", "criterion", "not one of"),
@@ -221,7 +221,7 @@ def test_cli_parsers_reject_bad_grids_with_exit_code_2(capsys):
         with pytest.raises(SystemExit) as exit_info:
             parser.parse_args(["sweep", "--suite", "s", "--out", "x", *bad])
         assert exit_info.value.code == 2
-    assert "outside" in capsys.readouterr().err
+    assert "p_drop must lie in [0, 1); got '1.5'" in capsys.readouterr().err
 
 
 def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, monkeypatch, capsys):

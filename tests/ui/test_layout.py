@@ -4,6 +4,7 @@ labels and hovers; a streamed run computes each trace's metrics once per state."
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import sys
 
@@ -13,7 +14,9 @@ import pytest
 
 import viz
 from dropmatch import metrics
+from dropmatch.config import SETTINGS
 from ui import explore, runs
+from ui.common import DEFAULTS, UserError
 from viz.summary import RUNS, run_names
 
 
@@ -31,7 +34,7 @@ def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view)
     out = {names[c]: value for c, value in explore.restored(view, traces).items()}
     trace = traces["DropMatch"]
     assert out["prompt"] == trace.prompt and out["chat"] is trace.chat is False
-    shown = [k for k in runs.SETTINGS if k != "draft_quant"]
+    shown = [k for k in SETTINGS if k != "draft_quant"]
     assert {k: out[k] for k in shown} == {k: trace.config[k] for k in shown}
     assert trace.config["draft_quant"] is None and "draft_quant" not in out  # recorded before the option: kept as is
     lean = copy.deepcopy(traces)
@@ -85,3 +88,33 @@ def test_a_streamed_run_computes_each_traces_metrics_once_per_state(view, noisy_
     names = run_names(traces)  # and they are the final ones: the table as computed afresh
     fresh = viz.metrics_frame({names[n]: traces[n] for n in RUNS})
     pd.testing.assert_frame_equal(outputs[-1][view["table"]], fresh)
+
+
+def test_run_and_trace_take_every_setting_by_name():
+    """/run's and /trace's inputs are the settings by name, defaulted as the controls start (what clients call)."""
+    for handler, first in (
+        (explore.run, ["v", "prompt", "chat", "pair"]),
+        (runs.trace_api, ["prompt", "chat", "pair"]),
+    ):
+        params = inspect.signature(handler).parameters
+        assert list(params) == [*first, *SETTINGS]
+        assert {name: params[name].default for name in SETTINGS} == {name: DEFAULTS.get(name) for name in SETTINGS}
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"max_new_tokens": "abc"}, r"max new tokens must be an integer in \[1, 256\]; got 'abc'"),
+        ({"max_new_tokens": 1000}, r"max new tokens must be an integer in \[1, 256\]"),
+        ({"p_drop": "nan"}, r"p_drop must lie in \[0, 1\); got 'nan'"),
+        ({"gamma": 2.5}, "gamma must be an integer"),
+        ({"criterion": "median"}, "criterion must be one of"),
+        ({"criterion": "typical", "knob": "x"}, r"epsilon must lie in \[0, 1\]; got 'x'"),
+    ],
+)
+def test_a_bad_setting_is_one_clear_error_before_anything_loads(changes, message):
+    settings = {name: DEFAULTS.get(name) for name in SETTINGS} | changes
+    with pytest.raises(UserError, match=message):
+        runs.validate("def f(x):", settings)
+    cfgs = runs.validate("def f(x):", {name: DEFAULTS.get(name) for name in SETTINGS} | {"knob": "x"})[1]
+    assert cfgs["DropMatch"].knob is None and cfgs["lossless"].method == "lossless"  # DropMatch takes no knob
