@@ -3,19 +3,22 @@
 Every rule in `RULES` has one signature, `rule(evidence, knob) -> Verdict`, and returns its decision per
 position together with the component verdicts that explain it (docs/algorithm.md, "Criteria"). DropMatch's
 criteria read the K dropout paths (`Evidence.paths`); the relatives (`dropmatch.relatives`) read statistics of
-the unmasked target and the draft, and take one knob. Nothing here loads a model or touches the network.
+the unmasked target and the draft, and take one knob. Each entry also says what it reads (what a lazy run
+records), and how the app shows it: its menu label, and one line that explains its decision from the numbers
+it read; `REASONS` gives the legend's words for every acceptance reason. A new rule is one entry here (a
+relative: one in `dropmatch.relatives.RELATIVES`). Nothing here loads a model or touches the network.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import torch
 
-from dropmatch.config import ACCEPT_REASONS, DROPMATCH_CRITERIA, KNOBS, Knob
-from dropmatch.evidence import Evidence
-from dropmatch.heads import PathStats
+from dropmatch.config import ACCEPT_REASONS, CRITERION_NAMES, KNOBS, Knob
+from dropmatch.evidence import Evidence, shown
+from dropmatch.heads import PATH_STATISTICS, PathStats
 from dropmatch.relatives import RELATIVES
 
 
@@ -56,20 +59,39 @@ def js_majority(stats: PathStats) -> Verdict:
     return Verdict(a.accept | b.accept, {**a.components, **b.components})
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One registry entry: how it decides, whether it needs the dropout paths, what it reads, its knob.
+Numbers = Mapping[str, float]  # a position's numbers, as an explanation reads them (Rule.explain)
 
-    `rule(evidence, knob)` returns its Verdict; a relative's knob defaults to its source's value (KNOBS).
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """One registry entry: how it decides, what it reads, its knob, and how the app shows it.
+
+    decide: `rule(evidence, knob)` returns its Verdict, a relative's knob defaulting to its source's (KNOBS); None
+        for the lossless baseline, whose verdict only the records hold (at T > 0 it was a draw).
+    reads: the statistics it reads, of the evidence (evidence.STATISTICS) or of the paths (heads.PATH_STATISTICS):
+        what a lazy run records at a position it checked (an evidence run records them all).
+    label: the criterion menu's words; title: what a run with it is called on screen.
+    explain(numbers, knob): one line on what it read at a position, from the numbers named in `shows`: the
+        statistics, and of a record's paths `js_draft`, `threshold` (the largest path JS), `votes_d` (the paths
+        voting for d), `votes_top` (the most votes for one token) and `K`, and the record's `target_rank`.
     """
 
     name: str
-    decide: Callable[[Evidence, float], Verdict]
-    needs_paths: bool
-    reads: tuple[str, ...]  # the statistics it reads (DropMatch rules: the paths)
-    knob: Knob | None = field(default=None)
+    decide: Callable[[Evidence, float], Verdict] | None
+    reads: tuple[str, ...]
+    label: str
+    title: str
+    explain: Callable[[Numbers, float | None], str]
+    shows: tuple[str, ...]
+    knob: Knob | None = None
+
+    @property
+    def needs_paths(self) -> bool:
+        return any(name in PATH_STATISTICS for name in self.reads)
 
     def __call__(self, evidence: Evidence, knob: float | None = None) -> Verdict:
+        if self.decide is None:
+            raise ValueError(f"{self.name} is decided by the lossless test, not by a rule on the evidence")
         if self.needs_paths and evidence.paths is None:
             raise ValueError(f"{self.name} needs the K dropout paths at these positions")
         return self.decide(evidence, self.knob.default if knob is None and self.knob else knob)
@@ -87,17 +109,91 @@ def _relative(test, reason: str) -> Callable[[Evidence, float], Verdict]:
     return decide
 
 
-_PATH_RULES = (js_majority, js, majority, majority_strict, naive)
-RULES: dict[str, Rule] = {
-    **{
-        name: Rule(name, _on_paths(fn), True, ("paths",))
-        for name, fn in zip(DROPMATCH_CRITERIA, _PATH_RULES, strict=True)
-    },
-    **{
-        name: Rule(name, _relative(test, reason), False, reads, KNOBS[name])
-        for name, (test, reason, reads) in RELATIVES.items()
-    },
+def _js_line(s: Numbers, _knob=None) -> str:
+    return f"JS(q‖c) {shown(s['js_draft'])} vs max path JS {shown(s['threshold'])}"
+
+
+def _votes_line(s: Numbers, _knob=None) -> str:
+    return f"paths voting for d: {s['votes_d']} of {s['K']} (most votes: {s['votes_top']})"
+
+
+def _dropmatch(name: str, criterion, reads: tuple[str, ...], label: str, explain, shows: tuple[str, ...]) -> Rule:
+    return Rule(
+        name=name,
+        decide=_on_paths(criterion),
+        reads=reads,
+        label=f"DropMatch: {label}",
+        title="DropMatch",
+        explain=explain,
+        shows=shows,
+    )
+
+
+_JS, _VOTES = ("js_draft", "threshold"), ("votes_d", "votes_top")
+_DROPMATCH = (
+    _dropmatch(
+        "js+majority",
+        js_majority,
+        ("js_paths", "js_draft", "majority"),
+        "js+majority (the paper's Algorithm 1)",
+        lambda s, _knob=None: f"{_js_line(s)}; votes for d {s['votes_d']} of {s['K']}",
+        (*_JS, "votes_d"),
+    ),
+    _dropmatch("js", js, ("js_paths", "js_draft"), "js", _js_line, _JS),
+    _dropmatch("majority", majority, ("majority",), "majority", _votes_line, _VOTES),
+    _dropmatch("majority-strict", majority_strict, ("votes",), "majority, strict", _votes_line, _VOTES),
+    _dropmatch("naive", naive, ("tokens",), "naive", _votes_line, _VOTES),
+)
+_RELATIVES = tuple(
+    Rule(
+        name=name,
+        decide=_relative(rel.test, rel.reason),
+        reads=rel.reads,
+        label=f"Relative: {rel.title}",
+        title=rel.title,
+        explain=rel.explain,
+        shows=rel.reads,
+        knob=KNOBS[name],
+    )
+    for name, rel in RELATIVES.items()
+)
+_ENTRIES = {rule.name: rule for rule in (*_DROPMATCH, *_RELATIVES)}
+# The registry, in the menu's order (config.CRITERION_NAMES: DropMatch's criteria, then its relatives).
+RULES: dict[str, Rule] = {name: _ENTRIES[name] for name in CRITERION_NAMES}
+# The baseline every rule is shown beside: its verdict is the lossless test's, as each draft record holds it.
+LOSSLESS = Rule(
+    name="lossless",
+    decide=None,
+    reads=(),
+    label="lossless (exact match)",
+    title="lossless",
+    explain=lambda s, _knob=None: f"target rank of d: {s['target_rank']} (exact match needs 1)",
+    shows=("target_rank",),
+)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """How the legend shows why a draft was accepted: its word, what it means, and its family ("semantic" for
+    DropMatch's criteria, "relative" for the relatives; none for exact match)."""
+
+    word: str
+    meaning: str
+    family: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.family}: {self.word}" if self.family else self.word
+
+
+_REASONS = {
+    "exact": Reason("exact match", "the draft token is what the lossless test accepts (target top-1 at T = 0)"),
+    "js": Reason("JS", "lossless rejects it, but JS(q || centroid) <= max_i JS(p_i || centroid)", "semantic"),
+    "majority": Reason("majority", "lossless rejects it, but it is the plurality top-1 of the K paths", "semantic"),
+    "naive": Reason("naive", "lossless rejects it, but it is the top-1 of at least one dropout path", "semantic"),
+    **{rel.reason: Reason(rel.reason_word, rel.reason_meaning, "relative") for rel in RELATIVES.values()},
 }
+REASONS = {name: _REASONS[name] for name in ACCEPT_REASONS}  # every acceptance reason, in order of precedence
 
 
 def accept_reason(lossless: bool, components: dict[str, bool]) -> str | None:
@@ -116,13 +212,9 @@ def lossless_greedy(draft: torch.Tensor, target_logits: torch.Tensor) -> torch.T
     return draft == target_logits.argmax(-1)
 
 
-def lossless_sampling(
-    draft: torch.Tensor, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator
-) -> torch.Tensor:
-    """Leviathan/Chen test: accept d_j with probability min(1, p_j(d_j) / q_j(d_j)).  p, q: [P, V] probs"""
-    p_d = p.gather(-1, draft[:, None]).squeeze(-1)
-    q_d = q.gather(-1, draft[:, None]).squeeze(-1)
-    u = torch.rand(draft.shape[0], generator=generator)
+def lossless_sampling(p_d: torch.Tensor, q_d: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Leviathan/Chen test: accept d_j with probability min(1, p_j(d_j) / q_j(d_j)).  p_d, q_d: [P] -> [P] bool"""
+    u = torch.rand(p_d.shape[0], generator=generator)
     return u * q_d <= p_d
 
 

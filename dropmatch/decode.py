@@ -21,7 +21,7 @@ from transformers import DynamicCache
 from dropmatch.config import RELAXED_METHODS, DecodeConfig, sampling_temperature
 from dropmatch.criteria import RULES, accepted_length, lossless_greedy, lossless_sampling, residual_sample
 from dropmatch.evidence import Evidence
-from dropmatch.heads import PathStats, TargetHead, dropout_masks, path_logits
+from dropmatch.heads import TargetHead, dropout_masks, path_logits, position_generator
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.records import Checked, RoundOutcome, round_records
 from dropmatch.trace import RoundRecord, Trace
@@ -85,11 +85,6 @@ def _cpu_name() -> str:
     return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "unknown")
 
 
-def position_generator(seed: int, round_: int, pos: int) -> torch.Generator:
-    """A generator per (round, position): the masks there do not depend on which other positions ran paths."""
-    return torch.Generator().manual_seed((seed * 1_000_003 + round_) * 1_009 + pos)
-
-
 class Timer:
     """Seconds per named step of a round, summed; CUDA work is synchronised at each boundary."""
 
@@ -111,7 +106,10 @@ class Timer:
 
 
 class Decoder:
-    """Runs one prompt under one config; `rounds()` yields the trace after each verification round."""
+    """Runs one prompt under one config; `rounds()` yields the trace after each verification round.
+
+    The context is the prompt (`prompt_ids`) followed by the emitted tokens, which live in `trace.token_ids`.
+    """
 
     def __init__(
         self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = "", chat: bool = False
@@ -131,20 +129,35 @@ class Decoder:
         )  # the lean draft, as it ran
         self.pair, self.cfg = pair, config
         self.target = _Stage(pair.target, pair.vocab_size)
-        self.draft = _Stage(pair.draft, pair.vocab_size) if config.method != "target" else None
-        self.ids = list(prompt_ids)
+        self.draft = _Stage(pair.draft, pair.vocab_size) if drafting else None
+        self.rule = RULES[config.criterion] if config.method in RELAXED_METHODS else None
+        self.prompt_ids = list(prompt_ids)
         self.T = sampling_temperature(config.temperature)  # distributions are compared at T (1 when greedy)
         self.generator = torch.Generator().manual_seed(config.seed)
-        draft_id = pair.draft_id if self.draft else None
         self.trace = Trace(
             config=config.to_dict(),
             target_id=pair.target_id,
-            draft_id=draft_id,
+            draft_id=pair.draft_id if drafting else None,
             prompt=prompt,
             n_prompt_tokens=len(prompt_ids),
             chat=chat,
             environment=environment(pair),
         )
+
+    @property
+    def context_length(self) -> int:
+        """The prompt and the tokens emitted so far."""
+        return len(self.prompt_ids) + len(self.trace.token_ids)
+
+    @property
+    def room(self) -> int:
+        """How many tokens the run may still emit."""
+        return self.cfg.max_new_tokens - len(self.trace.token_ids)
+
+    def _unseen(self, stage: _Stage) -> list[int]:
+        """The context's tokens past a stage's cache: what it has not read yet."""
+        n, seen = len(self.prompt_ids), stage.length
+        return self.prompt_ids[seen:] + self.trace.token_ids[max(0, seen - n) :]
 
     def _pick(self, logits: torch.Tensor) -> int:
         """The next token from logits: argmax when greedy, else a seeded sample at the temperature."""
@@ -154,7 +167,7 @@ class Decoder:
 
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         """The draft proposes k tokens autoregressively and keeps its full log-distributions q.  # [k], [k, V]"""
-        tokens, q_logp, feed = [], [], self.ids[self.draft.length :] if k else []
+        tokens, q_logp, feed = [], [], self._unseen(self.draft) if k else []
         for _ in range(k):
             logits = self.draft.logits(self.draft.hidden(feed)[-1:])[0]  # [V]
             q_logp.append(torch.log_softmax(logits / self.T, -1))
@@ -162,20 +175,23 @@ class Decoder:
             feed = [tokens[-1]]
         return tokens, torch.stack(q_logp).cpu() if k else torch.empty(0)
 
-    def _paths(self, round_: int, positions: list[int], h, d, q_logp) -> PathStats:
-        """K dropout paths at the given positions, one batched head product.  logits: [P, K, V]"""
+    def _lossless(self, ev: Evidence) -> list[bool]:
+        """The lossless test at every draft position: exact match, or Leviathan rejection sampling."""
+        if len(ev.draft) == 0:
+            return []
+        if self.cfg.temperature <= 0:
+            return lossless_greedy(ev.draft, ev.target_logits[: len(ev.draft)]).tolist()
+        return lossless_sampling(ev.p_d, ev.q_d, self.generator).tolist()
+
+    def _paths(self, round_: int, positions: list[int], h: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+        """K dropout paths at the given positions, one batched head product: their logits [P, K, V], and the
+        positions' generators where path tokens are sampled (T > 0)."""
         cfg = self.cfg
         gens = [position_generator(cfg.seed, round_, j) for j in positions]
         masks = torch.stack([dropout_masks(1, cfg.K, h.shape[-1], cfg.p_drop, g)[0] for g in gens])  # [P, K, H]
         with torch.inference_mode():
             logits = path_logits(h[positions], self.target.head, masks, cfg.p_drop)
-        return PathStats(
-            logits=pad_vocab(logits, self.target.vocab).cpu(),
-            draft=d[positions],
-            q_logprobs=q_logp[positions],
-            temperature=cfg.temperature,
-            generators=tuple(gens),
-        )
+        return pad_vocab(logits, self.target.vocab).cpu(), tuple(gens) if cfg.temperature > 0 else ()
 
     def _paths_are_the_head(self) -> bool:
         """Greedy, OR mode, p_drop 0: every path is the unmasked head, whose top-1 is the exact test's argmax,
@@ -184,7 +200,7 @@ class Decoder:
         cfg = self.cfg
         return cfg.method == "dropmatch" and cfg.p_drop == 0 and cfg.temperature == 0 and cfg.mode == "or"
 
-    def _relax(self, round_: int, d, h, z, q_logp, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
+    def _relax(self, round_: int, ev: Evidence, h, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
         """Per-position decisions with the rule (OR with lossless, or replacing it), and what each checked
         position showed ({position: Checked}).
 
@@ -193,8 +209,7 @@ class Decoder:
         position at once, paths included for a relaxed method, so the inspector can show every rule; a
         lossless run gets the relatives' statistics there too. Same decisions either way.
         """
-        cfg, k = self.cfg, len(d)
-        rule = RULES[cfg.criterion] if cfg.method in RELAXED_METHODS else None
+        cfg, rule, k = self.cfg, self.rule, len(ev.draft)
         accepts, found = list(lossless), {}
         if k == 0 or (rule is None and not cfg.evidence):
             return accepts, found
@@ -202,111 +217,124 @@ class Decoder:
             return accepts, found  # every DropMatch rule then accepts exactly what exact match accepts
         groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (cfg.mode == "or" and lossless[j])]
         for positions in groups:
-            paths = None
+            part = ev.rows(positions)
             if rule is not None and (rule.needs_paths or cfg.evidence):
                 with timer("paths"):
-                    paths = self._paths(round_, positions, h, d, q_logp)
-            ev = Evidence(
-                draft=d[positions],
-                q_logprobs=q_logp[positions],
-                target_logits=z[positions],
-                temperature=cfg.temperature,
-                paths=paths,
-            )
+                    part = part.with_paths(*self._paths(round_, positions, h))
             hits, components = [False] * len(positions), {}
             if rule is not None:
                 with timer("criteria"):
-                    verdict = rule(ev, cfg.knob)
+                    verdict = rule(part, cfg.knob)
                     hits, components = verdict.accept.tolist(), verdict.components
             for row, j in enumerate(positions):
-                found[j] = Checked(ev, row, {name: bool(v[row]) for name, v in components.items()})
+                found[j] = Checked(part, row, {name: bool(v[row]) for name, v in components.items()})
                 if rule is not None:
                     accepts[j] = (lossless[j] or hits[row]) if cfg.mode == "or" else hits[row]
             if not cfg.evidence and not accepts[positions[0]]:
                 break  # the accepted prefix ends here: later positions cannot matter
         return accepts, found
 
-    def _emit(self, tokens: list[int]) -> list[int]:
-        """The round's tokens up to and including an end token, within max_new_tokens."""
-        room = self.cfg.max_new_tokens - len(self.trace.token_ids)
-        out = []
-        for tok in tokens[: max(0, room)]:
-            out.append(tok)
+    def _extra(self, ev: Evidence, a: int) -> tuple[int, str]:
+        """The token after the accepted prefix, from the unmasked head: the correction at the first rejected
+        position (the residual max(p - q, 0) when sampling), or the bonus token after k accepted drafts."""
+        greedy, k = self.cfg.temperature <= 0, len(ev.draft)
+        if a < k:
+            tok = int(ev.target_logits[a].argmax()) if greedy else residual_sample(ev.p[a], ev.q[a], self.generator)
+            return tok, "correction"
+        tok = (
+            int(ev.target_logits[k].argmax())
+            if greedy
+            else int(torch.multinomial(ev.p[k], 1, generator=self.generator))
+        )
+        return tok, "bonus" if self.draft is not None else "target"
+
+    def _emit(self, tokens: list[int]) -> tuple[list[int], str | None]:
+        """The round's tokens up to and including an end token, within the room left; and how the run finishes
+        with them: "eos", "length", or None while it goes on."""
+        out = tokens[: max(0, self.room)]
+        for i, tok in enumerate(out):
             if tok in self.pair.eos_ids:
-                break
-        return out
+                return out[: i + 1], "eos"
+        return out, "length" if len(out) >= self.room else None
 
     def _round(self) -> None:
         cfg, t, timer = self.cfg, len(self.trace.rounds), Timer(self.target.device)
         with timer("total"):
             # 1. Draft: k tokens d_1..d_k and the draft's distributions q (none for target-only decoding).
-            k = 0 if self.draft is None else min(cfg.gamma, cfg.max_new_tokens - len(self.trace.token_ids) - 1)
+            k = 0 if self.draft is None else min(cfg.gamma, self.room - 1)
             with timer("draft"):
                 drafts, q_logp = self._draft(k)  # [k], [k, V]
             # 2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
             with timer("target"):
-                h = self.target.hidden(self.ids[self.target.length :] + drafts)[-(k + 1) :]  # [k+1, H]
+                h = self.target.hidden(self._unseen(self.target) + drafts)[-(k + 1) :]  # [k+1, H]
                 z = self.target.logits(h).cpu()  # [k+1, V]
-            d = torch.tensor(drafts, dtype=torch.long)  # [k]
-            p, q = torch.softmax(z / self.T, -1), q_logp.exp()  # [k+1, V], [k, V]
+            ev = Evidence(torch.tensor(drafts, dtype=torch.long), q_logp, z, self.T)  # what every test reads
             # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling.
-            if k == 0:
-                lossless = []
-            elif cfg.temperature <= 0:
-                lossless = lossless_greedy(d, z[:k]).tolist()
-            else:
-                lossless = lossless_sampling(d, p[:k], q, self.generator).tolist()
+            lossless = self._lossless(ev)
             # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace; the prefix a.
-            accepts, checked = self._relax(t, d, h, z[:k], q_logp, lossless, timer)
+            accepts, checked = self._relax(t, ev, h, lossless, timer)
             a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0
             # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
-            if a < k:
-                kind = "correction"
-                extra = int(z[a].argmax()) if cfg.temperature <= 0 else residual_sample(p[a], q[a], self.generator)
-            else:
-                extra, kind = self._pick(z[k]), "bonus" if self.draft is not None else "target"
+            extra, kind = self._extra(ev, a)
             # 6. Emit up to an end token or the length limit, record the round, cut both caches to the output.
-            emitted = self._emit(drafts[:a] + [extra])
-            knobs = {cfg.criterion: cfg.knob} if cfg.knob is not None else {}
+            emitted, finish = self._emit(drafts[:a] + [extra])
             outcome = RoundOutcome(
-                t, tuple(drafts), tuple(lossless), a, extra, kind, tuple(emitted), checked, cfg.mode, knobs
+                round=t,
+                evidence=ev,
+                lossless=tuple(lossless),
+                accepted=a,
+                extra=extra,
+                extra_kind=kind,
+                emitted=tuple(emitted),
+                checked=checked,
+                mode=cfg.mode,
+                knobs={cfg.criterion: cfg.knob} if cfg.knob is not None else {},
             )
-            self._record(outcome, z, p, q)
-            self.ids += emitted
+            self._record(outcome)
             for stage in (self.target, self.draft):
                 if stage is not None:
-                    stage.cut(len(self.ids) - 1)
-        s, with_paths = timer.seconds, sum(c.evidence.paths is not None for c in checked.values())
-        self.trace.rounds.append(
-            RoundRecord(
-                round=t,
-                draft_forwards=k,
-                head_products=(k + 1) + cfg.K * with_paths,
-                path_positions=with_paths,
-                t_draft=s["draft"],
-                t_target=s["target"],
-                t_paths=s["paths"],
-                t_criteria=s["criteria"],
-                t_total=s["total"],
-            )
-        )
-        if emitted and emitted[-1] in self.pair.eos_ids:
-            self.trace.finish = "eos"
-        elif len(self.trace.token_ids) >= cfg.max_new_tokens:
-            self.trace.finish = "length"
+                    stage.cut(self.context_length - 1)
+        self.trace.rounds.append(_costs(t, k, cfg.K, checked, timer.seconds))
+        self.trace.finish = finish
 
-    def _record(self, outcome: RoundOutcome, z, p, q) -> None:
+    def _record(self, outcome: RoundOutcome) -> None:
+        """The round's tokens join the output, and its records the trace."""
         start = len(self.trace.token_ids)
         self.trace.token_ids.extend(outcome.emitted)
         pieces = _pieces(self.pair.tokenizer, self.trace.token_ids, start)  # one per emitted token
-        records = round_records(self.pair.tokenizer, outcome, pieces, z, p, q, self.cfg.evidence, self.cfg.top_n)
-        self.trace.records.extend(records)
+        reads = self.rule.reads if self.rule is not None else ()
+        self.trace.records.extend(
+            round_records(
+                self.pair.tokenizer,
+                outcome=outcome,
+                pieces=pieces,
+                reads=reads,
+                full=self.cfg.evidence,
+                top_n=self.cfg.top_n,
+            )
+        )
 
     def rounds(self) -> Iterator[Trace]:
         while self.trace.finish is None:
             self._round()
             self.trace.text = self.pair.tokenizer.decode(self.trace.token_ids, skip_special_tokens=True)
             yield self.trace
+
+
+def _costs(t: int, k: int, K: int, checked: dict, seconds: dict) -> RoundRecord:
+    """A round's costs: forwards, head products (one per verify position, K more per position with paths), times."""
+    with_paths = sum(c.evidence.paths is not None for c in checked.values())
+    return RoundRecord(
+        round=t,
+        draft_forwards=k,
+        head_products=(k + 1) + K * with_paths,
+        path_positions=with_paths,
+        t_draft=seconds["draft"],
+        t_target=seconds["target"],
+        t_paths=seconds["paths"],
+        t_criteria=seconds["criteria"],
+        t_total=seconds["total"],
+    )
 
 
 def _pieces(tokenizer, ids: list[int], start: int) -> list[str]:

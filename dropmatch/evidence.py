@@ -2,10 +2,12 @@
 
 `Evidence` holds the tensors of P drafted positions and computes each statistic a rule needs only when asked
 (cached), so a rule pays for what it reads: DropMatch's rules read the K dropout paths (`heads.PathStats`);
-the relatives (`dropmatch.relatives`) read the statistics below. Nothing here loads a model.
+the relatives (`dropmatch.relatives`) read the statistics below. A round builds one (`decode.Decoder._round`):
+the lossless test, the correction and the records read it, and `rows` cuts out the positions a rule checks.
+Nothing here loads a model.
 
-The statistics, per position, all from the unmasked target at the comparison temperature (T, or 1 when
-greedy) and the draft model's full distribution q:
+The statistics, per position, all from the unmasked target at the comparison temperature T (the run's, or 1
+when greedy: config.sampling_temperature) and the draft model's full distribution q:
 - `p_d`: p(d), the target's probability of the draft token; `rank`: its rank under the target (1 = top-1)
 - `entropy`: H(p) in nats
 - `js_pq`: JS(p || q) in nats (in [0, ln 2]); `kl_qp`: KL(q || p) in nats; `tv`: TV(p, q) = 1/2 |p - q|_1
@@ -15,12 +17,13 @@ greedy) and the draft model's full distribution q:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import torch
 
-from dropmatch.config import RECORDED_STATISTICS, sampling_temperature
+from dropmatch.config import RECORDED_STATISTICS
 from dropmatch.heads import PathStats, js_divergence
 
 STATISTICS = ("p_d", "rank", *RECORDED_STATISTICS)  # p(d) and the rank have their own record fields
@@ -33,19 +36,27 @@ def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     return terms.sum(-1).clamp_min(0.0)
 
 
+def shown(x: float | None) -> str:
+    """A statistic as an explanation writes it: three significant digits, ∞, and — where it is missing or NaN."""
+    if x is None or math.isnan(x):
+        return "—"
+    return "∞" if math.isinf(x) else f"{x:.3g}"
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One round's drafted positions as every rule sees them.
 
-    draft: [P] draft token ids; q_logprobs: [P, V] the draft's log-distribution at the comparison temperature;
-    target_logits: [P, V] the unmasked target logits z (float32); temperature: the run's T; paths: the K
-    dropout paths at the same positions, where they were computed (DropMatch's rules need them).
+    draft: [P] draft token ids; q_logprobs: [P, V] the draft's log-distribution at T; target_logits: the unmasked
+    target logits z (float32), [P, V] at the drafted positions, or [P + 1, V] at a round's verify positions (the
+    last one follows the last draft: the bonus token's); T: the comparison temperature, resolved (1 when greedy);
+    paths: the K dropout paths at the drafted positions, where they were computed (DropMatch's rules need them).
     """
 
     draft: torch.Tensor
     q_logprobs: torch.Tensor
     target_logits: torch.Tensor
-    temperature: float = 0.0
+    T: float = 1.0
     paths: PathStats | None = None
 
     def __getitem__(self, name: str) -> torch.Tensor:
@@ -54,26 +65,55 @@ class Evidence:
             raise KeyError(f"unknown statistic {name!r}; expected one of {', '.join(STATISTICS)}")
         return getattr(self, name)
 
-    def computed(self) -> tuple[str, ...]:
-        """The statistics a rule has asked for so far (the cheap record of what was needed)."""
-        return tuple(name for name in STATISTICS if name in vars(self))
+    def rows(self, positions: list[int]) -> Evidence:
+        """The evidence at some of the drafted positions (no paths: `with_paths` attaches those computed there)."""
+        return Evidence(self.draft[positions], self.q_logprobs[positions], self.target_logits[positions], self.T)
+
+    def with_paths(self, logits: torch.Tensor, generators: tuple[torch.Generator, ...] = ()) -> Evidence:
+        """The same positions with their K dropout paths: logits [P, K, V]; generators as `heads.PathStats` takes
+        them (one per position when sampling, none when greedy)."""
+        paths = PathStats(logits=logits, draft=self.draft, q_logprobs=self.q_logprobs, T=self.T, generators=generators)
+        return replace(self, paths=paths)
+
+    @cached_property
+    def p(self) -> torch.Tensor:
+        """softmax(z / T) at every row of z: the lossless test, the correction, the bonus and the records read it."""
+        return torch.softmax(self.target_logits / self.T, -1)  # [P or P + 1, V]
+
+    @cached_property
+    def q(self) -> torch.Tensor:
+        return self.q_logprobs.exp()  # [P, V]
+
+    def prob(self, rows: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """p of each token at its row (rows of z, tokens ids).  # [n]"""
+        return self.p[rows, tokens]
+
+    def rank_of(self, rows: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """The target rank of each token at its row: 1 + the number of strictly larger logits (ties share).  # [n]"""
+        z = self.target_logits[rows]  # [n, V]
+        return (z > z.gather(-1, tokens[:, None])).sum(-1) + 1
 
     @cached_property
     def p_logprobs(self) -> torch.Tensor:
-        return torch.log_softmax(self.target_logits / sampling_temperature(self.temperature), -1)  # [P, V]
+        """log softmax(z / T) at the drafted positions: the divergences and H(p) are taken in the log domain."""
+        return torch.log_softmax(self.target_logits[: len(self.draft)] / self.T, -1)  # [P, V]
 
     @cached_property
     def p_d(self) -> torch.Tensor:
-        return self.p_logprobs.gather(-1, self.draft[:, None]).squeeze(-1).exp()  # [P]
+        return self.prob(torch.arange(len(self.draft)), self.draft)  # [P]
+
+    @cached_property
+    def q_d(self) -> torch.Tensor:
+        return self.q.gather(-1, self.draft[:, None]).squeeze(-1)  # [P]
 
     @cached_property
     def rank(self) -> torch.Tensor:
-        z_d = self.target_logits.gather(-1, self.draft[:, None])  # [P, 1]
-        return (self.target_logits > z_d).sum(-1) + 1  # [P]
+        return self.rank_of(torch.arange(len(self.draft)), self.draft)  # [P]
 
     @cached_property
     def entropy(self) -> torch.Tensor:
-        return -torch.special.xlogy(self.p_logprobs.exp(), self.p_logprobs.exp()).sum(-1)  # [P]
+        p = self.p_logprobs.exp()
+        return -torch.special.xlogy(p, p).sum(-1)  # [P]
 
     @cached_property
     def js_pq(self) -> torch.Tensor:
@@ -85,10 +125,10 @@ class Evidence:
 
     @cached_property
     def tv(self) -> torch.Tensor:
-        return 0.5 * (self.p_logprobs.exp() - self.q_logprobs.exp()).abs().sum(-1)  # [P]
+        return 0.5 * (self.p_logprobs.exp() - self.q).abs().sum(-1)  # [P]
 
     @cached_property
     def margin(self) -> torch.Tensor:
-        top = self.target_logits.topk(2, dim=-1).values  # [P, 2]
+        top = self.target_logits[: len(self.draft)].topk(2, dim=-1).values  # [P, 2]
         ratio = top[:, 1] / top[:, 0]
         return torch.where(top[:, 0] > 0, ratio, torch.full_like(ratio, float("nan")))  # [P]

@@ -15,8 +15,6 @@ from functools import cached_property
 import torch
 import torch.nn.functional as F
 
-from dropmatch.config import sampling_temperature
-
 Head = Callable[[torch.Tensor], torch.Tensor]  # final hidden states [..., H] -> float32 logits [..., V]
 
 
@@ -53,6 +51,28 @@ class TargetHead:
         if self.softcap is not None:
             z = torch.tanh(z / self.softcap) * self.softcap
         return z.float()
+
+
+# The radices of the mask seeds (position_seed): each larger than what it multiplies can reach within the settings'
+# ranges (config.RANGES: a position < gamma <= 16, a round < max_new_tokens <= 2048). Primes by history; any larger
+# would do.
+POSITION_RADIX, ROUND_RADIX = 1_009, 1_000_003
+
+
+def position_seed(seed: int, round_: int, pos: int) -> int:
+    """The seed of the masks at one (round, position) of a run: the mixed-radix number (seed, round_, pos).
+
+    Within config.RANGES it is collision-free: pos < POSITION_RADIX and round_ < ROUND_RADIX, so distinct
+    (seed, round_, pos) give distinct seeds, and the largest, about 2.2e18 at seed 2**31 - 1, stays within the
+    64 bits torch.Generator.manual_seed takes.
+    """
+    return (seed * ROUND_RADIX + round_) * POSITION_RADIX + pos
+
+
+def position_generator(seed: int, round_: int, pos: int) -> torch.Generator:
+    """A generator per (round, position): the masks there do not depend on which other positions ran paths, so a
+    lazy run draws the same masks as an evidence run."""
+    return torch.Generator().manual_seed(position_seed(seed, round_, pos))
 
 
 def dropout_masks(positions: int, K: int, hidden: int, p_drop: float, generator: torch.Generator) -> torch.Tensor:
@@ -104,20 +124,25 @@ def js_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     return (0.5 * (xlogy(p, p).sum(-1) + xlogy(q, q).sum(-1)) - xlogy(m, m).sum(-1)).clamp_min(0.0)
 
 
+# What a DropMatch criterion can read of the paths (PathStats' statistics): a rule that reads one needs the paths.
+PATH_STATISTICS = ("tokens", "votes", "majority", "js_paths", "js_draft")
+
+
 @dataclass(frozen=True)
 class PathStats:
     """What every criterion reads: the K path distributions at P positions, the draft tokens and q.
 
     logits: [P, K, V] float32 path logits; draft: [P] draft token ids; q_logprobs: [P, V] draft model's
-    log-distribution at the same temperature; temperature: 0 means path tokens are argmaxes, > 0 means
-    they are sampled from each path with the position's generator (docs/algorithm.md, "Sampling").
+    log-distribution at the comparison temperature T (the run's, or 1 when greedy: config.sampling_temperature);
+    generators: when sampling (T > 0), one per position, and each path's token is sampled from it with that
+    position's generator (docs/algorithm.md, "Sampling"); empty when greedy, and each path's token is its argmax.
     """
 
     logits: torch.Tensor
     draft: torch.Tensor
     q_logprobs: torch.Tensor
-    temperature: float = 0.0
-    generators: tuple[torch.Generator, ...] = ()  # one per position, for path sampling at T > 0
+    T: float = 1.0
+    generators: tuple[torch.Generator, ...] = ()
 
     @property
     def K(self) -> int:
@@ -125,17 +150,17 @@ class PathStats:
 
     @cached_property
     def logprobs(self) -> torch.Tensor:
-        return torch.log_softmax(self.logits / sampling_temperature(self.temperature), dim=-1)  # [P, K, V]
+        return torch.log_softmax(self.logits / self.T, dim=-1)  # [P, K, V]
 
     @cached_property
     def centroid_logprobs(self) -> torch.Tensor:
         """The centroid is softmax of the MEAN LOGITS of the paths (paper Eq. 5), not a mean of probabilities."""
-        return torch.log_softmax(self.logits.mean(1) / sampling_temperature(self.temperature), dim=-1)  # [P, V]
+        return torch.log_softmax(self.logits.mean(1) / self.T, dim=-1)  # [P, V]
 
     @cached_property
     def tokens(self) -> torch.Tensor:
-        """Each path's token: its top-1 at T = 0, a sample from it at T > 0.  # [P, K]"""
-        if self.temperature <= 0:
+        """Each path's token: its top-1 when greedy, a sample from it at T > 0.  # [P, K]"""
+        if not self.generators:
             return self.logits.argmax(-1)
         probs = self.logprobs.exp()
         return torch.stack([torch.multinomial(probs[i], 1, generator=g)[:, 0] for i, g in enumerate(self.generators)])

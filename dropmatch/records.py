@@ -1,8 +1,10 @@
-"""The per-token record builder: one round's decisions and tensors become frozen `TokenRecord`s, in one place.
+"""The per-token record builder: one round's decisions and evidence become frozen `TokenRecord`s, in one place.
 
-`RoundOutcome` names what a round decided; `round_records` turns it, with the round's distributions and
-the evidence each checked position showed (paths, the relatives' statistics), into one record per drafted
-position and one for the correction / bonus / target token.
+`RoundOutcome` names what a round decided and the evidence it saw; `round_records` turns it into one record
+per drafted position and one for the correction / bonus / target token. Probabilities and ranks are read from
+the round's `Evidence`; at a checked position, the paths and the relatives' statistics from the evidence the
+rule saw there. What a record keeps of those is what the run's rule reads (`criteria.Rule.reads`), or all of it
+in evidence mode.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import torch
 
 from dropmatch.config import RECORDED_STATISTICS
 from dropmatch.criteria import RULES, accept_reason
-from dropmatch.evidence import Evidence
+from dropmatch.evidence import STATISTICS, Evidence
+from dropmatch.heads import PATH_STATISTICS
 from dropmatch.trace import TokenRecord
+
+EVERYTHING = (*STATISTICS, *PATH_STATISTICS)  # what an evidence-mode record keeps where it was computed
 
 
 @dataclass(frozen=True)
@@ -29,14 +34,14 @@ class Checked:
     components: Mapping[str, bool]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RoundOutcome:
-    """What one round decided, before records: drafts d_1..d_k, the lossless test per position, the accepted
-    prefix length a (uncut), the correction or bonus token, the tokens emitted (after any end-token or length
-    cut), and the positions whose paths were computed."""
+    """What one round saw and decided, before records: its evidence (drafts d_1..d_k, q, the target at the k + 1
+    verify positions), the lossless test per position, the accepted prefix length a (uncut), the correction or
+    bonus token, the tokens emitted (after any end-token or length cut), and the positions checked."""
 
     round: int
-    drafts: tuple[int, ...]
+    evidence: Evidence
     lossless: tuple[bool, ...]
     accepted: int
     extra: int
@@ -55,11 +60,9 @@ def every_rule(ev: Evidence, knobs: Mapping[str, float]) -> list[dict[str, bool]
     return [{name: h[i] for name, h in hits.items()} for i in range(len(ev.draft))]
 
 
-def path_fields(checked: Checked, draft_token: int, full: bool) -> dict:
-    """The record's path fields at one position: path tokens, votes, majority, JS values.
-
-    Lazy runs record what the chosen criterion computed; evidence mode records everything.
-    """
+def path_fields(checked: Checked, draft_token: int, keep: tuple[str, ...]) -> dict:
+    """The record's path fields at one position: path tokens, votes, majority, path p(d) and rank; the JS values
+    where the record keeps them (`keep` names js_paths: the rule reads them, or evidence mode)."""
     stats, i = checked.evidence.paths, checked.row
     logp = stats.logprobs[i]  # [K, V]
     majority = int(stats.majority[i])
@@ -70,7 +73,7 @@ def path_fields(checked: Checked, draft_token: int, full: bool) -> dict:
         "path_p": logp[:, draft_token].exp().tolist(),
         "path_rank": ((logp > logp[:, draft_token : draft_token + 1]).sum(-1) + 1).tolist(),
     }
-    if full or "js_paths" in vars(stats):  # JS values are cached only where a rule needed them
+    if "js_paths" in keep:
         fields |= {
             "js_paths": stats.js_paths[i].tolist(),
             "threshold": float(stats.js_paths[i].max()),
@@ -79,11 +82,10 @@ def path_fields(checked: Checked, draft_token: int, full: bool) -> dict:
     return fields
 
 
-def rule_stats(checked: Checked, full: bool) -> dict[str, float] | None:
-    """The relatives' statistics at one position: all of them in evidence mode, else those the rule read."""
+def rule_stats(checked: Checked, keep: tuple[str, ...]) -> dict[str, float] | None:
+    """The relatives' statistics at one position that the record keeps (None where it keeps none)."""
     ev, i = checked.evidence, checked.row
-    names = RECORDED_STATISTICS if full else [n for n in ev.computed() if n in RECORDED_STATISTICS]
-    values = {name: float(ev[name][i]) for name in names}
+    values = {name: float(ev[name][i]) for name in RECORDED_STATISTICS if name in keep}
     return {name: v if math.isfinite(v) else None for name, v in values.items()} or None  # JSON has no inf or NaN
 
 
@@ -118,37 +120,50 @@ def _reason(out: RoundOutcome, j: int) -> tuple[str, bool]:
     return reason, True
 
 
-def round_records(tokenizer, out: RoundOutcome, pieces: list[str], z, p, q, full: bool, top_n: int) -> list:
+def _checked_fields(tokenizer, out: RoundOutcome, j: int, token: int, keep, full: bool, top_n: int, ruled) -> dict:
+    """What a checked position adds to its record: statistics, verdicts (every rule's in evidence mode), paths."""
+    checked = out.checked[j]
+    fields = {"rule_stats": rule_stats(checked, keep), "verdicts": dict(checked.components) or None}
+    if full:
+        key = id(checked.evidence)
+        if key not in ruled:
+            ruled[key] = every_rule(checked.evidence, out.knobs)
+        fields["verdicts"] = ruled[key][checked.row]
+    if checked.evidence.paths is not None:
+        fields |= path_fields(checked, token, keep)
+        if full:
+            fields["top"] = top_union(tokenizer, top_n, token, out.evidence.q[j], out.evidence.p[j], checked)
+    return fields
+
+
+def round_records(
+    tokenizer, *, outcome: RoundOutcome, pieces: list[str], reads: tuple[str, ...], full: bool, top_n: int
+) -> list[TokenRecord]:
     """One frozen TokenRecord per drafted position, then the correction / bonus / target token.
 
-    z, p: [k+1, V] unmasked target logits and probabilities; q: [k, V] draft probabilities; pieces: the text
-    of each emitted token; full: evidence mode (every rule's verdict and the top-N distributions).
+    pieces: the text of each emitted token; reads: what the run's rule reads (a lazy record keeps those of the
+    statistics and the JS values); full: evidence mode (every statistic, every rule's verdict, the top-N lists).
     """
-    k, a, records = len(out.drafts), out.accepted, []
+    out, ev = outcome, outcome.evidence
+    k, a = len(ev.draft), out.accepted
+    tokens = [*ev.draft.tolist(), out.extra]
+    rows = torch.tensor([*range(k), a])  # the verify position of each token; the extra one's is a
+    p, rank = ev.prob(rows, torch.tensor(tokens)).tolist(), ev.rank_of(rows, torch.tensor(tokens)).tolist()
+    p_top, argmax = ev.p[rows].max(-1).values.tolist(), ev.target_logits[rows].argmax(-1).tolist()
+    keep = EVERYTHING if full else reads
     ruled: dict[int, list] = {}  # every rule's verdicts per Evidence object, computed once (evidence mode)
-    for j, token in enumerate((*out.drafts, out.extra)):
+    records = []
+    for j, (row, token) in enumerate(zip(rows.tolist(), tokens)):
         is_draft = j < k
-        row = j if is_draft else a  # the verify position, and the index among emitted tokens
         reason, accepted = _reason(out, j) if is_draft else (out.extra_kind, None)
         emitted = (not is_draft or j < a) and row < len(out.emitted)
         fields = {}
         if is_draft and j in out.checked:
-            checked = out.checked[j]
-            fields["rule_stats"] = rule_stats(checked, full)
-            fields["verdicts"] = dict(checked.components) or None
-            if full:
-                key = id(checked.evidence)
-                if key not in ruled:
-                    ruled[key] = every_rule(checked.evidence, out.knobs)
-                fields["verdicts"] = ruled[key][checked.row]
-            if checked.evidence.paths is not None:
-                fields |= path_fields(checked, token, full)
-                if full:
-                    fields["top"] = top_union(tokenizer, top_n, token, q[j], p[j], checked)
+            fields = _checked_fields(tokenizer, out, j, token, keep, full, top_n, ruled)
         records.append(
             TokenRecord(
                 round=out.round,
-                pos=j + 1 if is_draft else a + 1,
+                pos=row + 1,
                 kind="draft" if is_draft else out.extra_kind,
                 token_id=token,
                 text=pieces[row] if emitted else tokenizer.decode([token]),
@@ -156,11 +171,11 @@ def round_records(tokenizer, out: RoundOutcome, pieces: list[str], z, p, q, full
                 reason=reason,
                 accepted=accepted,
                 lossless=out.lossless[j] if is_draft else None,
-                q=float(q[row, token]) if row < k else None,
-                p=float(p[row, token]),
-                p_argmax=float(p[row].max()),
-                target_argmax=int(z[row].argmax()),
-                target_rank=int((z[row] > z[row, token]).sum()) + 1,
+                q=float(ev.q[row, token]) if row < k else None,
+                p=p[j],
+                p_argmax=p_top[j],
+                target_argmax=argmax[j],
+                target_rank=rank[j],
                 **fields,
             )
         )

@@ -7,15 +7,20 @@ dropout paths. The decoder runs each exactly as it runs DropMatch: OR with the l
 alone in `replace` mode, after rejection sampling at T > 0; the correction still comes from the target.
 The knobs' names, defaults and ranges live in `dropmatch.config.KNOBS`.
 
-Where a source leaves room, the reading taken here is stated in the rule's docstring.
+`RELATIVES` lists each rule with what it reads, the reason its acceptances carry and how it is shown (its
+title, and one line that explains its decision from the numbers it read); `dropmatch.criteria` makes each a
+registry entry. Where a source leaves room, the reading taken here is stated in the rule's docstring.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import torch
+
+from dropmatch.evidence import shown
 
 Stats = Mapping[str, torch.Tensor]
 
@@ -46,8 +51,12 @@ def typical(s: Stats, epsilon: float) -> torch.Tensor:
     0.09 and posterior_alpha 0.3, follow it). H is the exact entropy in nats (the code adds 1e-5 inside the
     log). Medusa applies the rule only when sampling; here it also runs at T = 0, on the T = 1 distribution.
     """
-    bound = torch.clamp(math.sqrt(epsilon) * torch.exp(-s["entropy"]), max=epsilon)
-    return s["p_d"] > bound
+    return s["p_d"] > typical_bound(s["entropy"], epsilon)
+
+
+def typical_bound(entropy, epsilon: float) -> torch.Tensor:
+    """Medusa's bound on p(d): min(epsilon, sqrt(epsilon) * exp(-H(p))), for a tensor of H (or one number)."""
+    return torch.clamp(math.sqrt(epsilon) * torch.exp(-torch.as_tensor(entropy)), max=epsilon)
 
 
 def top_k(s: Stats, k: float) -> torch.Tensor:
@@ -71,12 +80,73 @@ def mars(s: Stats, theta: float) -> torch.Tensor:
     return (s["rank"] == 1) | (hesitates & (s["rank"] == 2))
 
 
-# name -> (rule, the reason its acceptances carry, the statistics it reads)
+@dataclass(frozen=True, kw_only=True)
+class Relative:
+    """A relative as the registry takes it: its test, what it reads (evidence.STATISTICS), its title, and
+    `explain(numbers, knob)`, one line on what it read at a position; the reason its acceptances carry (one of
+    config.ACCEPT_REASONS), with the legend's word for it and what it means."""
+
+    test: Callable[[Stats, float], torch.Tensor]
+    reads: tuple[str, ...]
+    title: str
+    explain: Callable[[Mapping[str, float], float], str]
+    reason: str
+    reason_word: str
+    reason_meaning: str
+
+
+def _divergence(statistic: str, name: str) -> Callable[[Mapping[str, float], float], str]:
+    return lambda s, threshold: f"{name} {shown(s[statistic])} vs threshold {threshold:g}"
+
+
+def _typical_line(s: Mapping[str, float], epsilon: float) -> str:
+    bound = float(typical_bound(s["entropy"], epsilon))
+    return f"p(d) {shown(s['p_d'])} vs bound {shown(bound)} = min(ε, √ε·e^−H), H {shown(s['entropy'])} nats"
+
+
+def _fuzzy(statistic: str, title: str, symbol: str) -> Relative:
+    return Relative(
+        test=fuzzy(statistic),
+        reads=(statistic,),
+        title=title,
+        explain=_divergence(statistic, symbol),
+        reason="fuzzy",
+        reason_word="Fuzzy SD",
+        reason_meaning="lossless rejects it, but the divergence between p and q is under the threshold (Fuzzy SD)",
+    )
+
+
 RELATIVES = {
-    "fuzzy-js": (fuzzy("js_pq"), "fuzzy", ("js_pq",)),
-    "fuzzy-kl": (fuzzy("kl_qp"), "fuzzy", ("kl_qp",)),
-    "fuzzy-tv": (fuzzy("tv"), "fuzzy", ("tv",)),
-    "typical": (typical, "typical", ("p_d", "entropy")),
-    "top-k": (top_k, "top-k", ("rank",)),
-    "mars": (mars, "mars", ("rank", "margin")),
+    "fuzzy-js": _fuzzy("js_pq", "Fuzzy SD, JS(p, q)", "JS(p‖q)"),
+    "fuzzy-kl": _fuzzy("kl_qp", "Fuzzy SD, KL(q || p)", "KL(q‖p)"),
+    "fuzzy-tv": _fuzzy("tv", "Fuzzy SD, TV(p, q)", "TV(p,q)"),
+    "typical": Relative(
+        test=typical,
+        reads=("p_d", "entropy"),
+        title="typical acceptance (Medusa)",
+        explain=_typical_line,
+        reason="typical",
+        reason_word="typical",
+        reason_meaning=(
+            "lossless rejects it, but p(d) > min(epsilon, sqrt(epsilon) exp(-H(p))) (Medusa typical acceptance)"
+        ),
+    ),
+    "top-k": Relative(
+        test=top_k,
+        reads=("rank",),
+        title="target top-k",
+        explain=lambda s, k: f"target rank of d: {s['rank']:.0f} vs k {k:g}",
+        reason="top-k",
+        reason_word="top-k",
+        reason_meaning="lossless rejects it, but it is among the target's k most likely tokens",
+    ),
+    "mars": Relative(
+        test=mars,
+        reads=("rank", "margin"),
+        title="MARS (top-2 logit margin)",
+        explain=lambda s, theta: f"z₂/z₁ {shown(s['margin'])} vs θ {theta:g}; rank of d {s['rank']:.0f}",
+        reason="mars",
+        reason_word="MARS",
+        reason_meaning="lossless rejects it, but it is the target's second token where z2 / z1 > theta (MARS)",
+    ),
 }

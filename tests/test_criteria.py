@@ -119,10 +119,9 @@ def test_lossless_greedy_exact_match():
 
 def test_rejection_sampling_edge_probabilities():
     g = torch.Generator().manual_seed(0)
-    p = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    q = torch.tensor([[0.5, 0.5], [0.5, 0.5]])
+    p_d, q_d = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
     for _ in range(20):  # p(d) >= q(d): always accepted; p(d) = 0: never
-        assert lossless_sampling(torch.tensor([0, 0]), p, q, g).tolist() == [True, False]
+        assert lossless_sampling(p_d, q_d, g).tolist() == [True, False]
 
 
 def test_rejection_sampling_reproduces_target_distribution():
@@ -132,7 +131,7 @@ def test_rejection_sampling_reproduces_target_distribution():
     q = torch.tensor([0.1, 0.2, 0.3, 0.4])
     n = 40_000
     drafts = torch.multinomial(q, n, replacement=True, generator=g)
-    ok = lossless_sampling(drafts, p.expand(n, -1), q.expand(n, -1), g)
+    ok = lossless_sampling(p[drafts], q[drafts], g)
     out = drafts.clone()
     for i in (~ok).nonzero()[:, 0].tolist():
         out[i] = residual_sample(p, q, g)

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from dropmatch import metrics
-from dropmatch.config import DecodeConfig
+from dropmatch.config import RECORDED_STATISTICS, DecodeConfig
+from dropmatch.criteria import RULES
 from dropmatch.decode import generate, stream
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.trace import Trace
@@ -204,7 +205,6 @@ def test_recorded_q_is_the_uncached_drafts_distribution_across_rounds(tiny_pair)
         emitted += [r.token_id for r in records if r.emitted]
 
 
-@pytest.mark.distribution
 @pytest.mark.parametrize("draft_quant", ["none", "int8"])
 def test_lossless_sampling_draws_from_the_target_distribution(draft_quant):
     """Chi-square on the first emitted token over many seeds against the target's exact distribution, with a
@@ -302,3 +302,25 @@ def test_a_lossless_run_with_evidence_records_the_relatives_statistics_but_no_pa
     assert all("js" not in r.verdicts and "top-k" in r.verdicts for r in drafts)  # paths were never computed
     assert all(rd.path_positions == 0 for rd in trace.rounds)
     assert trace.token_ids == generate(noisy_pair, PROMPTS[0], cfg(method="lossless")).token_ids
+
+
+@pytest.mark.parametrize(
+    "criterion", ["js+majority", "js", "majority", "naive", "fuzzy-tv", "typical", "top-k", "mars"]
+)
+def test_a_lazy_record_keeps_what_its_rule_reads(noisy_pair, criterion):
+    """A lazy run's checked positions keep the statistics and path fields its rule declares it reads (Rule.reads),
+    no others: majority keeps no JS values, fuzzy-tv only TV; an evidence run keeps all of them."""
+    rule = RULES[criterion]
+    method = "dropmatch" if rule.needs_paths else "relative"
+    lazy = generate(noisy_pair, PROMPTS[0], cfg(method=method, criterion=criterion, p_drop=0.5, max_new_tokens=40))
+    checked = [r for r in lazy.records if r.kind == "draft" and r.verdicts is not None]
+    assert checked, "the run checked no position: the test would say nothing"
+    stats = [name for name in RECORDED_STATISTICS if name in rule.reads]
+    for rec in checked:
+        assert (rec.rule_stats or {}).keys() == set(stats)
+        assert (rec.path_tokens is not None) == rule.needs_paths
+        assert (rec.js_paths is not None) == (rec.threshold is not None) == ("js_paths" in rule.reads)
+    assert all(r.rule_stats is None and r.js_paths is None for r in lazy.records if r.verdicts is None)
+    full = generate(noisy_pair, PROMPTS[0], cfg(method=method, criterion=criterion, p_drop=0.5, evidence=True))
+    drafts = [r for r in full.records if r.kind == "draft"]
+    assert all(set(r.rule_stats) == set(RECORDED_STATISTICS) and r.js_paths is not None for r in drafts)

@@ -68,8 +68,9 @@ def test_caches_are_cut_to_the_accepted_length(real_pair_f32):
     ids = encode_prompt(real_pair_f32.tokenizer, PROMPTS[0][0])
     decoder = Decoder(real_pair_f32, DecodeConfig(method="dropmatch", max_new_tokens=N), ids)
     for _ in decoder.rounds():
-        assert decoder.target.length == len(decoder.ids) - 1
-        assert decoder.draft.length <= len(decoder.ids) - 1
+        assert decoder.target.length == decoder.context_length - 1
+        assert decoder.draft.length <= decoder.context_length - 1
+        assert decoder.context_length == len(ids) + len(decoder.trace.token_ids)
     assert len(decoder.trace.token_ids) == N
 
 
