@@ -79,7 +79,7 @@ class Bound:
 
 
 # Every numeric setting's range, checked by `check_setting` alone. seed: what torch.Generator.manual_seed takes once the
-# seed is mixed with the round and position (see decode.position_generator), so every seed in range decodes.
+# seed is mixed with the round and position (see heads.position_seed), so every seed in range decodes.
 RANGES = {
     "gamma": Bound(1, 16, integer=True),
     "K": Bound(1, 32, integer=True),

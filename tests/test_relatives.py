@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from dropmatch.config import KNOBS
-from dropmatch.criteria import RULES
+from dropmatch.criteria import REASONS, RULES
 from dropmatch.evidence import Evidence
+from dropmatch.relatives import RELATIVES, typical_bound
 
 
 def evidence(p: list[float] | None = None, q: list[float] | None = None, draft: int = 0, z: list[float] | None = None):
@@ -137,3 +138,25 @@ def test_relatives_never_ask_for_paths_and_dropmatch_rules_refuse_without_them()
     assert all(not RULES[name].needs_paths for name in KNOBS)
     with pytest.raises(ValueError, match="needs the K dropout paths"):
         RULES["js"](ev)
+
+
+@pytest.mark.parametrize("epsilon", [0.09, 0.2, 0.3])
+def test_typical_explains_its_decision_by_the_bound_it_decides_by(epsilon):
+    ev = evidence([0.6, 0.3, 0.1], draft=2)
+    p_d, H = float(ev["p_d"][0]), float(ev["entropy"][0])
+    bound = float(typical_bound(ev["entropy"], epsilon)[0])
+    assert bound == pytest.approx(min(epsilon, math.sqrt(epsilon) * math.exp(-H)), rel=1e-6)
+    assert accepts("typical", ev, epsilon) is (p_d > bound)
+    assert f"vs bound {bound:.3g} " in RULES["typical"].explain({"p_d": p_d, "entropy": H}, epsilon)
+
+
+def test_every_relative_is_one_registry_entry_with_its_presentation():
+    """A relative's RELATIVES entry is all the registry needs: its rule decides as its test, and carries its title,
+    its reads, its knob and a legend entry for its reason."""
+    ev = evidence([0.5, 0.3, 0.2], q=[0.2, 0.3, 0.5], draft=1)
+    for name, rel in RELATIVES.items():
+        rule = RULES[name]
+        assert rule.reads == rel.reads and rule.knob is KNOBS[name] and rule.label == f"Relative: {rel.title}"
+        assert rule(ev).accept.tolist() == rel.test(ev, KNOBS[name].default).tolist()
+        assert REASONS[rel.reason].word == rel.reason_word and REASONS[rel.reason].family == "relative"
+        assert rule.explain({s: float(ev[s][0]) for s in rule.shows}, KNOBS[name].default)

@@ -1,10 +1,16 @@
 """The rule panel and the recoloured map read the trace alone, and agree with what the decoder decided."""
 
+import html
+
 import pytest
 
 from dropmatch.config import DecodeConfig
+from dropmatch.criteria import LOSSLESS, RULES
 from dropmatch.decode import generate
+from dropmatch.trace import TokenRecord
 from viz import rules
+from viz.steps import round_figure
+from viz.story import round_story
 
 PROMPT = "def add(a, b):"
 
@@ -56,3 +62,59 @@ def test_the_recoloured_map_compares_the_rule_with_the_run(relative_trace):
     looser = rules.rule_heatmap(relative_trace, "top-k", 50, "t").data[0]
     seen = {names[int(v)] for row in looser.z for v in row if v is not None}
     assert "accepts where the run rejected" in seen
+
+
+def test_the_panel_shows_each_registry_entrys_label_and_explanation(relative_trace):
+    """What the inspector says of a rule is the registry's: its label, and its explanation of the numbers the record
+    holds (a relative's statistics, DropMatch's recorded paths), at the knob shown."""
+    rec = next(r for r in relative_trace.records if r.kind == "draft" and r.votes)
+    page = rules.rules_html(relative_trace, rec, {"typical": 0.3})
+    assert all(html.escape(entry.label) in page for entry in (LOSSLESS, *RULES.values()))
+    K, votes = relative_trace.config["K"], dict(rec.votes)
+    said = {
+        "typical": RULES["typical"].explain({"p_d": rec.p, "entropy": rec.rule_stats["entropy"]}, 0.3),
+        "top-k": RULES["top-k"].explain({"rank": rec.target_rank}, 2),
+        "fuzzy-tv": RULES["fuzzy-tv"].explain({"tv": rec.rule_stats["tv"]}, RULES["fuzzy-tv"].knob.default),
+        "js": RULES["js"].explain({"js_draft": rec.js_draft, "threshold": rec.threshold}),
+        "naive": RULES["naive"].explain({"votes_d": votes.get(rec.token_id, 0), "votes_top": rec.votes[0][1], "K": K}),
+        "lossless": LOSSLESS.explain({"target_rank": rec.target_rank}),
+    }
+    rows = {row["rule"]: row["statistic"] for row in rules.rule_rows(relative_trace, rec, {"typical": 0.3})}
+    for name, line in said.items():
+        assert rows[name] == line and html.escape(line) in page, name
+    assert "vs k 2" in rows["top-k"] and f"of {K}" in rows["naive"]
+
+
+def test_a_rule_that_read_nothing_here_says_so():
+    """A lazy record (no statistics, no paths) leaves the relatives and DropMatch's criteria nothing to explain."""
+    rec = TokenRecord(
+        round=0,
+        pos=1,
+        kind="draft",
+        token_id=3,
+        text="x",
+        emitted=False,
+        reason="rejected",
+        accepted=False,
+        lossless=False,
+        q=0.5,
+        p=0.1,
+        p_argmax=0.6,
+        target_argmax=4,
+        target_rank=3,
+    )
+    assert rules.statistic(rec, "typical", None) == "not recorded at this position"
+    assert rules.statistic(rec, "js+majority", None, 5) == "paths not computed at this position"
+    assert rules.statistic(rec, "lossless", None) == LOSSLESS.explain({"target_rank": 3})
+    assert rules.decide(rec, "top-k", 5) is None and rules.decide(rec, "lossless") is False
+
+
+def test_the_step_through_explains_the_runs_rule_from_the_registry(relative_trace):
+    t = next(r.round for r in relative_trace.records if r.reason == "rejected")
+    drafts = [r for r in relative_trace.round_records(t) if r.kind == "draft"]
+    said = [rules.statistic(r, "top-k", 2, relative_trace.config["K"]) for r in drafts]
+    heat = round_figure(relative_trace, t).data[0]
+    hover = heat.customdata[list(heat.y).index("top-k (chosen)")]
+    assert [h.split("<br>")[-1] for h in hover[: len(drafts)]] == said
+    story = round_story(relative_trace, t, 2)
+    assert RULES["top-k"].label in story and all(f"({line})" in story for line in said)

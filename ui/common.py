@@ -20,12 +20,12 @@ from huggingface_hub import constants, try_to_load_from_cache
 
 from dropmatch import embedded
 from dropmatch.config import (
-    CRITERION_NAMES,
     MODES,
     PAPER_SETTING,
     SETTINGS,
     DecodeConfig,
 )
+from dropmatch.criteria import RULES
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
 from viz.summary import RUNS
 
@@ -62,21 +62,8 @@ DEFAULTS = {
     "seed": 0,
     "draft_quant": "int8" if default_device() == "cpu" else "none",
 }
-# What the criterion menu says of each rule: DropMatch's criteria first, then its relatives with their source.
-CRITERION_LABELS = {
-    "js+majority": "DropMatch: js+majority (the paper's Algorithm 1)",
-    "js": "DropMatch: js",
-    "majority": "DropMatch: majority",
-    "majority-strict": "DropMatch: majority, strict",
-    "naive": "DropMatch: naive",
-    "fuzzy-js": "Relative: Fuzzy SD, JS(p, q)",
-    "fuzzy-kl": "Relative: Fuzzy SD, KL(q || p)",
-    "fuzzy-tv": "Relative: Fuzzy SD, TV(p, q)",
-    "typical": "Relative: typical acceptance (Medusa)",
-    "top-k": "Relative: target top-k",
-    "mars": "Relative: MARS (top-2 logit margin)",
-}
-CRITERION_CHOICES = [(CRITERION_LABELS[name], name) for name in CRITERION_NAMES]
+# The criterion menu: (label, rule name) from the registry, DropMatch's criteria first, then its relatives.
+CRITERION_CHOICES = [(rule.label, name) for name, rule in RULES.items()]
 
 Parts = Mapping[str, Any]  # a tab's components by name, frozen once the layout is built
 

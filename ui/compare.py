@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gradio as gr
 
-from dropmatch.config import KNOBS
-from ui.common import CRITERION_CHOICES, Parts, UserError, bind, pick, updates
+from ui.common import Parts, UserError, bind, pick, updates
 from viz import rules
 from viz.rounds import reason_heatmap
 from viz.summary import RUNS, run_names
 
 OWN = "own"
-RULE_CHOICES = [("each run's own decisions", OWN), ("lossless (exact match)", "lossless"), *CRITERION_CHOICES]
+# The recolour menu: each run's own decisions, then every rule the maps can be recoloured by (the lossless test first).
+RULE_CHOICES = [("each run's own decisions", OWN), *((rule.label, name) for name, rule in rules.ENTRIES.items())]
 SELECTED_NONE = None  # the clicked token: [run name, record index, round, position], or None
 
 
@@ -41,10 +41,11 @@ def controls() -> dict:
 
 def knobs(rule: str, knob) -> dict[str, float]:
     """The knob the controls set, as {rule: value}; a bad value is a clear gr.Error."""
-    if rule not in KNOBS or knob in (None, ""):
+    entry = rules.ENTRIES.get(rule)
+    if entry is None or entry.knob is None or knob in (None, ""):
         return {}
     try:
-        return {rule: KNOBS[rule].check(knob)}
+        return {rule: entry.knob.check(knob)}
     except ValueError as err:
         raise UserError(str(err)) from None
 

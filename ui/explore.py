@@ -9,14 +9,14 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound, criterion_method
+from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound
+from dropmatch.criteria import RULES
 from dropmatch.metrics import compute
 from ui import compare, runs
 from ui.common import (
     APP_LIMITS,
     APP_PROMPT_CHARS,
     CRITERION_CHOICES,
-    CRITERION_LABELS,
     DEFAULTS,
     PAIR_CHOICES,
     PAIR_INFO,
@@ -370,8 +370,7 @@ def output_label(name: str) -> str:
 
 def relaxed_label(v: Parts, criterion: str) -> dict:
     """The first output's label names the rule chosen (DropMatch, or the relative) as soon as it is picked."""
-    name = "DropMatch" if criterion_method(criterion) == "dropmatch" else CRITERION_LABELS[criterion].split(": ")[-1]
-    return {v[RUNS[0]]: gr.HighlightedText(label=output_label(name))}
+    return {v[RUNS[0]]: gr.HighlightedText(label=output_label(RULES[criterion].title))}
 
 
 def run_labels(v: Parts, traces: dict) -> dict:

@@ -11,13 +11,12 @@ otherwise than the run did, the run would have continued differently, so later r
 from __future__ import annotations
 
 import html
-import math
 
 import plotly.graph_objects as go
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, KNOBS, NULL_MEANS
-from dropmatch.criteria import RULES
+from dropmatch.config import NULL_MEANS, RELAXED_METHODS
+from dropmatch.criteria import LOSSLESS, RULES, Rule
 from dropmatch.trace import TokenRecord, Trace
 from viz.rounds import column_of, draft_length
 from viz.theme import ACCEPT_COLOR, REJECT_COLOR, category_heatmap, legend_traces, message_figure, show_token, style
@@ -44,17 +43,19 @@ def numbers(rec: TokenRecord) -> dict[str, torch.Tensor] | None:
     return {k: torch.tensor([NULL_MEANS.get(k, float("nan")) if v is None else v]) for k, v in values.items()}
 
 
+ENTRIES = {LOSSLESS.name: LOSSLESS, **RULES}  # every rule a map can be recoloured by, the lossless test first
+
+
 def decide(rec: TokenRecord, rule: str, knob: float | None = None) -> bool | None:
-    """A rule's verdict at a draft record (a relative at `knob`, default its source's; DropMatch's criteria as
-    recorded), or None where the record cannot tell."""
-    if rule == "lossless":
-        return rec.lossless
-    if rule in DROPMATCH_CRITERIA:
-        return (rec.verdicts or {}).get(rule)
+    """A rule's verdict at a draft record (a relative at `knob`, default its source's; the lossless test and
+    DropMatch's criteria as recorded), or None where the record cannot tell."""
+    entry = ENTRIES[rule]
+    if entry.decide is None or entry.needs_paths:  # a draw, or paths that would have to be drawn again
+        return {LOSSLESS.name: rec.lossless, **(rec.verdicts or {})}.get(rule)
     found = numbers(rec)
-    if found is None or not set(RULES[rule].reads) <= set(found):
+    if found is None or not set(entry.reads) <= set(found):
         return None
-    return bool(RULES[rule].decide(found, KNOBS[rule].default if knob is None else knob).accept[0])
+    return bool(entry.decide(found, entry.knob.default if knob is None else knob).accept[0])
 
 
 def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
@@ -63,7 +64,7 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     if rec.reason != "skipped":
         return bool(rec.accepted)
     cfg = trace.config
-    if cfg.get("method") not in ("dropmatch", "relative"):
+    if cfg.get("method") not in RELAXED_METHODS:
         return rec.lossless
     own = decide(rec, cfg["criterion"], cfg.get("knob"))
     if own is None:
@@ -71,69 +72,55 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     return own if cfg.get("mode") == "replace" else bool(rec.lossless) or own
 
 
-FUZZY = {"fuzzy-js": ("js_pq", "JS(p‖q)"), "fuzzy-kl": ("kl_qp", "KL(q‖p)"), "fuzzy-tv": ("tv", "TV(p,q)")}
-
-
-def _fmt(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    return "∞" if math.isinf(x) else f"{x:.3g}"
+def shown_numbers(rec: TokenRecord, K: int | None) -> dict[str, float]:
+    """What an explanation reads at a draft record (criteria.Rule.explain): the record's target rank, the relatives'
+    statistics where recorded, the summary of the paths where recorded, and K."""
+    out = {"target_rank": rec.target_rank, "K": K}
+    out |= {k: float(v[0]) for k, v in (numbers(rec) or {}).items()}
+    if rec.js_draft is not None:
+        out |= {"js_draft": rec.js_draft, "threshold": rec.threshold}
+    if rec.votes is not None:
+        votes = dict((tok, n) for tok, n in rec.votes)
+        out |= {"votes_d": votes.get(rec.token_id, 0), "votes_top": max(votes.values(), default=0)}
+    return out
 
 
 def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = None) -> str:
-    """What the rule read at this position, as one short line."""
-    knob = KNOBS[rule].default if rule in KNOBS and knob is None else knob
-    if rule == "lossless":
-        return f"target rank of d: {rec.target_rank} (exact match needs 1)"
-    if rule in ("js", "js+majority") and rec.js_draft is not None:
-        line = f"JS(q‖c) {_fmt(rec.js_draft)} vs max path JS {_fmt(rec.threshold)}"
-        return line + (f"; votes for d {_votes(rec)} of {K}" if rule == "js+majority" else "")
-    if rule in ("majority", "majority-strict", "naive") and rec.votes is not None:
-        top = rec.votes[0][1] if rec.votes else 0
-        return f"paths voting for d: {_votes(rec)} of {K} (most votes: {top})"
-    if rule in DROPMATCH_CRITERIA:
-        return "paths not computed at this position"
-    found = numbers(rec)
-    if found is None or not set(RULES[rule].reads) <= set(found):
-        return "not recorded at this position"
-    s = {k: float(v[0]) for k, v in found.items()}
-    if rule.startswith("fuzzy"):
-        key, name = FUZZY[rule]
-        return f"{name} {_fmt(s[key])} vs threshold {knob:g}"
-    if rule == "typical":
-        bound = min(knob, math.sqrt(knob) * math.exp(-s["entropy"]))
-        return f"p(d) {_fmt(s['p_d'])} vs bound {_fmt(bound)} = min(ε, √ε·e^−H), H {_fmt(s['entropy'])} nats"
-    if rule == "top-k":
-        return f"target rank of d: {s['rank']:.0f} vs k {knob:g}"
-    return f"z₂/z₁ {_fmt(s['margin'])} vs θ {knob:g}; rank of d {s['rank']:.0f}"
+    """What the rule read at this position, as one short line (the registry's explanation)."""
+    entry = ENTRIES[rule]
+    knob = entry.knob.default if entry.knob and knob is None else knob
+    found = shown_numbers(rec, K)
+    if not set(entry.shows) <= set(found):
+        return "paths not computed at this position" if entry.needs_paths else "not recorded at this position"
+    return entry.explain(found, knob)
 
 
-def _votes(rec: TokenRecord) -> int:
-    return next((n for tok, n in rec.votes or [] if tok == rec.token_id), 0)
+def _setting(entry: Rule, knob: float | None, K, p_drop) -> str:
+    """The knob column: DropMatch's is the paths' K and p_drop, a relative's its one knob, the lossless test none."""
+    if entry.needs_paths:
+        return f"K {K}, p_drop {p_drop:g}"
+    if entry.knob is not None:
+        return f"{entry.knob.name} {entry.knob.default if knob is None else knob:g}"
+    return ""
 
 
 def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = None) -> list[dict]:
-    """One row per rule at a draft record: name, knob, verdict (True / False / None) and the statistic read."""
+    """One row per rule at a draft record, the lossless test first: name, label, knob, verdict (True / False /
+    None) and the statistic read."""
     knobs = dict(knobs or {})
     if trace.config.get("method") == "relative":
         knobs.setdefault(trace.config["criterion"], trace.config.get("knob"))
     K, p_drop = trace.config.get("K"), trace.config.get("p_drop")
-    rows = [{"rule": "lossless", "knob": "", "verdict": rec.lossless, "statistic": statistic(rec, "lossless", None)}]
-    for name in (*DROPMATCH_CRITERIA, *KNOBS):
-        knob = knobs.get(name)
-        if name in DROPMATCH_CRITERIA:
-            shown = f"K {K}, p_drop {p_drop:g}"
-        else:
-            shown = f"{KNOBS[name].name} {KNOBS[name].default if knob is None else knob:g}"
-        rows.append(
-            {
-                "rule": name,
-                "knob": shown,
-                "verdict": decide(rec, name, knob),
-                "statistic": statistic(rec, name, knob, K),
-            }
-        )
-    return rows
+    return [
+        {
+            "rule": entry.name,
+            "label": entry.label,
+            "knob": _setting(entry, knobs.get(entry.name), K, p_drop),
+            "verdict": decide(rec, entry.name, knobs.get(entry.name)),
+            "statistic": statistic(rec, entry.name, knobs.get(entry.name), K),
+        }
+        for entry in ENTRIES.values()
+    ]
 
 
 def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, float] | None = None) -> str:
@@ -143,7 +130,7 @@ def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, fl
             "<p class=dm-note>Click a drafted token (or a correction, for the draft it replaced) to see what "
             "every rule would decide there.</p>"
         )
-    run = trace.config.get("criterion") if trace.config.get("method") in ("dropmatch", "relative") else "lossless"
+    run = trace.config.get("criterion") if trace.config.get("method") in RELAXED_METHODS else LOSSLESS.name
     body = []
     for row in rule_rows(trace, rec, knobs):
         v = row["verdict"]
@@ -154,6 +141,7 @@ def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, fl
             else f"<span class=dm-chip style='background:{color}'>{word}</span>"
         )
         name = html.escape(row["rule"]) + (" <b>(this run)</b>" if row["rule"] == run else "")
+        name += f"<br><small>{html.escape(row['label'])}</small>"
         body.append(
             f"<tr><td>{name}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
             f"<td>{html.escape(row['statistic'])}</td></tr>"

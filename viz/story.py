@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dropmatch.config import RELAXED_METHODS
+from dropmatch.criteria import RULES
 from dropmatch.trace import TokenRecord, Trace
+from viz.rules import statistic
 from viz.steps import STAGES
 from viz.theme import REASON_LABELS, RELAXED, code
 
@@ -38,13 +41,19 @@ def _paths_line(trace: Trace, drafts: list[TokenRecord]) -> str:
 
 
 def _criteria_line(trace: Trace, drafts: list[TokenRecord]) -> str:
+    """Every verdict per position; in a run of a rule, the registry's explanation of what the rule read there."""
+    cfg = trace.config
+    name, relaxed = cfg.get("criterion"), cfg.get("method") in RELAXED_METHODS
     parts = []
     for r in drafts:
         rules = ", ".join(f"{k} {'✓' if v else '✗'}" for k, v in (r.verdicts or {}).items())
-        parts.append(f"{r.pos}: lossless {'✓' if r.lossless else '✗'}" + (f"; {rules}" if rules else ""))
-    mode = trace.config.get("mode")
-    rule = "lossless OR criterion" if mode == "or" else "criterion alone"
-    return f"Each position is judged ({rule}, criterion `{trace.config.get('criterion')}`):  \n" + "  \n".join(parts)
+        line = f"{r.pos}: lossless {'✓' if r.lossless else '✗'}" + (f"; {rules}" if rules else "")
+        if relaxed and name in RULES and r.verdicts:  # a position the rule looked at
+            line += f" ({statistic(r, name, cfg.get('knob'), cfg.get('K'))})"
+        parts.append(line)
+    rule = "lossless OR criterion" if cfg.get("mode") == "or" else "criterion alone"
+    named = f"criterion `{name}`" + (f", {RULES[name].label}" if relaxed and name in RULES else "")
+    return f"Each position is judged ({rule}, {named}):  \n" + "  \n".join(parts)
 
 
 def _prefix_line(drafts: list[TokenRecord]) -> str:

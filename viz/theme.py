@@ -9,6 +9,7 @@ import textwrap
 import plotly.graph_objects as go
 
 from dropmatch.config import ACCEPT_REASONS, RELATIVE_REASONS, SEMANTIC_REASONS
+from dropmatch.criteria import REASONS
 from dropmatch.trace import KINDS
 
 # One colour per record.reason, reused by every figure and by the coloured output text.
@@ -27,36 +28,18 @@ REASON_COLORS = {
     "skipped": "#e5e7eb",
     "target": "#d1d5db",
 }
-REASON_LABELS = {
-    "exact": "exact match",
-    "naive": "semantic: naive",
-    "js": "semantic: JS",
-    "majority": "semantic: majority",
-    "fuzzy": "relative: Fuzzy SD",
-    "typical": "relative: typical",
-    "top-k": "relative: top-k",
-    "mars": "relative: MARS",
-    "correction": "correction",
-    "bonus": "bonus",
-    "rejected": "rejected draft",
-    "skipped": "skipped draft",
-    "target": "target token",
+# Label and one line of meaning per reason, in REASON_COLORS' order: an accepted draft's from the registry
+# (dropmatch.criteria.REASONS), here those of a token the target made and of a draft no rule accepted.
+_WORDS = {
+    **{name: (reason.label, reason.meaning) for name, reason in REASONS.items()},
+    "correction": ("correction", "emitted by the unmasked target head at the first rejected position"),
+    "bonus": ("bonus", "emitted by the unmasked target head after all drafts were accepted"),
+    "rejected": ("rejected draft", "the first draft token no rule accepts; the correction replaces it"),
+    "skipped": ("skipped draft", "drafted after a rejection, never used"),
+    "target": ("target token", "emitted by target-only decoding"),
 }
-REASON_HELP = {
-    "exact": "the draft token is what the lossless test accepts (target top-1 at T = 0)",
-    "naive": "lossless rejects it, but it is the top-1 of at least one dropout path",
-    "js": "lossless rejects it, but JS(q || centroid) <= max_i JS(p_i || centroid)",
-    "majority": "lossless rejects it, but it is the plurality top-1 of the K paths",
-    "fuzzy": "lossless rejects it, but the divergence between p and q is under the threshold (Fuzzy SD)",
-    "typical": "lossless rejects it, but p(d) > min(epsilon, sqrt(epsilon) exp(-H(p))) (Medusa typical acceptance)",
-    "top-k": "lossless rejects it, but it is among the target's k most likely tokens",
-    "mars": "lossless rejects it, but it is the target's second token where z2 / z1 > theta (MARS)",
-    "correction": "emitted by the unmasked target head at the first rejected position",
-    "bonus": "emitted by the unmasked target head after all drafts were accepted",
-    "rejected": "the first draft token no rule accepts; the correction replaces it",
-    "skipped": "drafted after a rejection, never used",
-    "target": "emitted by target-only decoding",
-}
+REASON_LABELS = {r: _WORDS[r][0] for r in REASON_COLORS}
+REASON_HELP = {r: _WORDS[r][1] for r in REASON_COLORS}
 SEMANTIC = SEMANTIC_REASONS  # a DropMatch criterion accepted what lossless rejects
 RELAXED = (*SEMANTIC_REASONS, *RELATIVE_REASONS)  # every reason a lossless-rejected draft can be accepted for
 # The reasons an emitted token can carry (an accepted draft's, or the kind of a token the target made), in the
