@@ -22,7 +22,7 @@ from dropmatch.heads import PATH_STATISTICS, PathStats
 from dropmatch.relatives import RELATIVES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     accept: torch.Tensor  # [P] bool
     components: dict[str, torch.Tensor]  # reason name (one of ACCEPT_REASONS) -> [P] bool
@@ -31,32 +31,32 @@ class Verdict:
 def naive(stats: PathStats) -> Verdict:
     """Accept d when d is the top-1 token of ANY path (paper Eq. 4)."""
     hit = (stats.tokens == stats.draft[:, None]).any(-1)
-    return Verdict(hit, {"naive": hit})
+    return Verdict(accept=hit, components={"naive": hit})
 
 
 def js(stats: PathStats) -> Verdict:
     """Accept d when JS(q || centroid) <= max_i JS(p_i || centroid): the draft lies inside the paths' spread."""
     hit = stats.js_draft <= stats.js_paths.max(-1).values
-    return Verdict(hit, {"js": hit})
+    return Verdict(accept=hit, components={"js": hit})
 
 
 def majority(stats: PathStats) -> Verdict:
     """Accept d when it is the plurality top-1 of the K paths (a tie is no majority)."""
     hit = stats.majority == stats.draft
-    return Verdict(hit, {"majority": hit})
+    return Verdict(accept=hit, components={"majority": hit})
 
 
 def majority_strict(stats: PathStats) -> Verdict:
     """Accept d when more than K/2 paths vote for it."""
     counts = torch.tensor([v.get(d, 0) for v, d in zip(stats.votes, stats.draft.tolist())])
     hit = counts * 2 > stats.K
-    return Verdict(hit, {"majority": hit})
+    return Verdict(accept=hit, components={"majority": hit})
 
 
 def js_majority(stats: PathStats) -> Verdict:
     """Paper Algorithm 1: accept by JS, else by majority."""
     a, b = js(stats), majority(stats)
-    return Verdict(a.accept | b.accept, {**a.components, **b.components})
+    return Verdict(accept=a.accept | b.accept, components={**a.components, **b.components})
 
 
 Numbers = Mapping[str, float]  # a position's numbers, as an explanation reads them (Rule.explain)
@@ -104,7 +104,7 @@ def _on_paths(criterion: Callable[[PathStats], Verdict]) -> Callable[[Evidence, 
 def _relative(test, reason: str) -> Callable[[Evidence, float], Verdict]:
     def decide(ev: Evidence, knob: float) -> Verdict:
         hit = test(ev, knob)
-        return Verdict(hit, {reason: hit})
+        return Verdict(accept=hit, components={reason: hit})
 
     return decide
 

@@ -227,7 +227,9 @@ class Decoder:
                     verdict = rule(part, cfg.knob)
                     hits, components = verdict.accept.tolist(), verdict.components
             for row, j in enumerate(positions):
-                found[j] = Checked(part, row, {name: bool(v[row]) for name, v in components.items()})
+                found[j] = Checked(
+                    evidence=part, row=row, components={name: bool(v[row]) for name, v in components.items()}
+                )
                 if rule is not None:
                     accepts[j] = (lossless[j] or hits[row]) if cfg.mode == "or" else hits[row]
             if not cfg.evidence and not accepts[positions[0]]:

@@ -24,7 +24,7 @@ from dropmatch.trace import TokenRecord
 EVERYTHING = (*STATISTICS, *PATH_STATISTICS)  # what an evidence-mode record keeps where it was computed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Checked:
     """One drafted position whose evidence was looked at: row `row` of `evidence`, and the run's rule's
     component verdicts there (empty for a lossless run, which only records the statistics)."""
