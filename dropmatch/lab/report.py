@@ -75,7 +75,9 @@ COLUMN_DEFINITIONS = (
         "mean_logp": "mean over runs of the mean log-probability of the emitted tokens under the unmasked target, nats",
         "rule": "lossless, a DropMatch criterion, or a relative (Fuzzy SD, typical acceptance, top-k, MARS)",
         "knob_name": "the name of the rule's knob",
-        "tau_target": "pooled tau of DropMatch at its reference setting (K 5, p_drop 0.3, js+majority): matched",
+        "tau_target": (
+            "pooled tau of DropMatch at the reference setting (K 5, p_drop 0.3, js+majority): the tau matched"
+        ),
         "basis": "how the knob and the values were found: measured, interpolated between two measured knobs, or not "
         "reached in the knob range run",
         "equal_share": "median share of tokens equal to lossless (same prompt and γ)",
