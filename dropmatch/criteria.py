@@ -207,17 +207,6 @@ def accepted_length(accepts: torch.Tensor) -> int:
     return int(torch.cumprod(accepts.to(torch.long), 0).sum())
 
 
-def lossless_greedy(draft: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
-    """Greedy exact match: accept d_j iff d_j == argmax z_j.  draft: [P]; target_logits: [P, V] -> [P] bool"""
-    return draft == target_logits.argmax(-1)
-
-
-def lossless_sampling(p_d: torch.Tensor, q_d: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Leviathan/Chen test: accept d_j with probability min(1, p_j(d_j) / q_j(d_j)).  p_d, q_d: [P] -> [P] bool"""
-    u = torch.rand(p_d.shape[0], generator=generator)
-    return u * q_d <= p_d
-
-
 def residual_sample(p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> int:
     """Replacement after a rejection: a draw from norm(max(p - q, 0)); from p itself if that is all zero."""
     residual = (p - q).clamp_min(0.0)

@@ -19,7 +19,7 @@ import torch
 from transformers import DynamicCache
 
 from dropmatch.config import RELAXED_METHODS, DecodeConfig, sampling_temperature
-from dropmatch.criteria import RULES, accepted_length, lossless_greedy, lossless_sampling, residual_sample
+from dropmatch.criteria import RULES, accepted_length, residual_sample
 from dropmatch.evidence import Evidence
 from dropmatch.heads import TargetHead, dropout_masks, path_logits, position_generator
 from dropmatch.models import ModelPair, encode_prompt
@@ -175,14 +175,6 @@ class Decoder:
             feed = [tokens[-1]]
         return tokens, torch.stack(q_logp).cpu() if k else torch.empty(0)
 
-    def _lossless(self, ev: Evidence) -> list[bool]:
-        """The lossless test at every draft position: exact match, or Leviathan rejection sampling."""
-        if len(ev.draft) == 0:
-            return []
-        if self.cfg.temperature <= 0:
-            return lossless_greedy(ev.draft, ev.target_logits[: len(ev.draft)]).tolist()
-        return lossless_sampling(ev.p_d, ev.q_d, self.generator).tolist()
-
     def _paths(self, round_: int, positions: list[int], h: torch.Tensor) -> tuple[torch.Tensor, tuple]:
         """K dropout paths at the given positions, one batched head product: their logits [P, K, V], and the
         positions' generators where path tokens are sampled (T > 0)."""
@@ -270,9 +262,11 @@ class Decoder:
             with timer("target"):
                 h = self.target.hidden(self._unseen(self.target) + drafts)[-(k + 1) :]  # [k+1, H]
                 z = self.target.logits(h).cpu()  # [k+1, V]
-            ev = Evidence(torch.tensor(drafts, dtype=torch.long), q_logp, z, self.T)  # what every test reads
-            # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling.
-            lossless = self._lossless(ev)
+            # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling with one
+            #    uniform per position (drawn here, after the draft's own draws, so a seed replays the round).
+            u = torch.rand(k, generator=self.generator) if cfg.temperature > 0 else None
+            ev = Evidence(torch.tensor(drafts, dtype=torch.long), q_logp, z, self.T, u=u, gamma=cfg.gamma)
+            lossless = ev.native.tolist()
             # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace; the prefix a.
             accepts, checked = self._relax(t, ev, h, lossless, timer)
             a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0

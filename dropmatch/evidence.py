@@ -13,6 +13,12 @@ when greedy: config.sampling_temperature) and the draft model's full distributio
 - `js_pq`: JS(p || q) in nats (in [0, ln 2]); `kl_qp`: KL(q || p) in nats; `tv`: TV(p, q) = 1/2 |p - q|_1
 - `margin`: z_2 / z_1, the ratio of the target's second-largest logit to its largest (MARS); NaN when
   z_1 <= 0, where the ratio says nothing
+
+and the round's own lossless test, which some rules read beside the statistics (FLy defers a rejection when the
+positions after it pass it; EARS widens its threshold with the same uniform draw):
+- `native`: the lossless test's verdict (exact match when greedy; u q(d) <= p(d), Leviathan's test, when sampling)
+- `u`: the uniform draw of that test at each position (sampling only; None when greedy)
+- `after`: how many positions right after each one the lossless test accepts in a row, within the round
 """
 
 from __future__ import annotations
@@ -50,7 +56,10 @@ class Evidence:
     draft: [P] draft token ids; q_logprobs: [P, V] the draft's log-distribution at T; target_logits: the unmasked
     target logits z (float32), [P, V] at the drafted positions, or [P + 1, V] at a round's verify positions (the
     last one follows the last draft: the bonus token's); T: the comparison temperature, resolved (1 when greedy);
-    paths: the K dropout paths at the drafted positions, where they were computed (DropMatch's rules need them).
+    paths: the K dropout paths at the drafted positions, where they were computed (DropMatch's rules need them);
+    u: [P] the uniforms of the rejection test when sampling (None when greedy); gamma: the run's draft length
+    (FLy's window follows it); native, after: the lossless test's verdicts and runs, computed here from the rest
+    (`rows` passes them on, since `after` looks past the positions it keeps).
     """
 
     draft: torch.Tensor
@@ -58,6 +67,24 @@ class Evidence:
     target_logits: torch.Tensor
     T: float = 1.0
     paths: PathStats | None = None
+    u: torch.Tensor | None = None
+    gamma: int = 0
+    native: torch.Tensor | None = None
+    after: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.native is None:  # the lossless test, once per round
+            P = len(self.draft)
+            native = (
+                self.draft == self.target_logits[:P].argmax(-1) if self.u is None else self.u * self.q_d <= self.p_d
+            )
+            object.__setattr__(self, "native", native)  # [P] bool
+        if self.after is None:
+            runs, run = [], 0
+            for ok in reversed(self.native.tolist()):  # run[j] = accepted in a row from j + 1 on
+                runs.append(run)
+                run = run + 1 if ok else 0
+            object.__setattr__(self, "after", torch.tensor(runs[::-1], dtype=torch.long))  # [P]
 
     def __getitem__(self, name: str) -> torch.Tensor:
         """A statistic by name (one of STATISTICS), so a rule reads `ev["tv"]` from this or a plain dict."""
@@ -67,7 +94,16 @@ class Evidence:
 
     def rows(self, positions: list[int]) -> Evidence:
         """The evidence at some of the drafted positions (no paths: `with_paths` attaches those computed there)."""
-        return Evidence(self.draft[positions], self.q_logprobs[positions], self.target_logits[positions], self.T)
+        return Evidence(
+            self.draft[positions],
+            self.q_logprobs[positions],
+            self.target_logits[positions],
+            self.T,
+            u=None if self.u is None else self.u[positions],
+            gamma=self.gamma,
+            native=self.native[positions],
+            after=self.after[positions],
+        )
 
     def with_paths(self, logits: torch.Tensor, generators: tuple[torch.Generator, ...] = ()) -> Evidence:
         """The same positions with their K dropout paths: logits [P, K, V]; generators as `heads.PathStats` takes

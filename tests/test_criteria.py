@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from dropmatch.criteria import RULES, accepted_length, lossless_greedy, lossless_sampling, residual_sample
+from dropmatch.criteria import RULES, accepted_length, residual_sample
 from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, js_divergence
 
@@ -112,16 +112,31 @@ def test_prefix_rule(mask, length):
     assert accepted_length(torch.tensor(mask, dtype=torch.bool)) == length
 
 
+def native(draft, target_logits, q, u=None) -> list[bool]:
+    """The lossless test as a round runs it (Evidence.native), on handmade logits and draft distributions."""
+    ev = Evidence(torch.tensor(draft), torch.log(torch.as_tensor(q, dtype=torch.float)), target_logits, u=u)
+    return ev.native.tolist()
+
+
 def test_lossless_greedy_exact_match():
     z = torch.tensor([[HI, LO, LO], [LO, HI, LO], [LO, LO, HI]])
-    assert lossless_greedy(torch.tensor([0, 2, 2]), z).tolist() == [True, False, True]
+    assert native([0, 2, 2], z, torch.full((3, 3), 1 / 3)) == [True, False, True]
 
 
 def test_rejection_sampling_edge_probabilities():
-    g = torch.Generator().manual_seed(0)
-    p_d, q_d = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
-    for _ in range(20):  # p(d) >= q(d): always accepted; p(d) = 0: never
-        assert lossless_sampling(p_d, q_d, g).tolist() == [True, False]
+    z = torch.tensor([[0.0, -math.inf], [-math.inf, 0.0]])  # p = one-hot on token 0, then on token 1
+    q = torch.full((2, 2), 0.5)
+    for u in torch.rand(20, 2, generator=torch.Generator().manual_seed(0)):  # p(d) >= q(d): always; p(d) = 0: never
+        assert native([0, 0], z, q, u=u) == [True, False]
+
+
+def test_the_runs_after_each_position_count_later_lossless_accepts():
+    z = torch.tensor([[HI, LO]] * 5)
+    ev = Evidence(torch.tensor([0, 1, 0, 0, 1]), torch.log(torch.full((5, 2), 0.5)), z)
+    assert ev.native.tolist() == [True, False, True, True, False]
+    assert ev.after.tolist() == [0, 2, 1, 0, 0]
+    part = ev.rows([1, 3])
+    assert part.native.tolist() == [False, True] and part.after.tolist() == [2, 0]  # counted over the whole round
 
 
 def test_rejection_sampling_reproduces_target_distribution():
@@ -131,7 +146,8 @@ def test_rejection_sampling_reproduces_target_distribution():
     q = torch.tensor([0.1, 0.2, 0.3, 0.4])
     n = 40_000
     drafts = torch.multinomial(q, n, replacement=True, generator=g)
-    ok = lossless_sampling(p[drafts], q[drafts], g)
+    u = torch.rand(n, generator=g)
+    ok = Evidence(drafts, torch.log(q).expand(n, 4), torch.log(p).expand(n, 4), u=u).native
     out = drafts.clone()
     for i in (~ok).nonzero()[:, 0].tolist():
         out[i] = residual_sample(p, q, g)
