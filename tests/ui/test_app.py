@@ -56,15 +56,6 @@ def by_name(parts, out: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def view():
-    """The Explore tab's parts, built (not launched) as the app builds them."""
-    with gr.Blocks():
-        above = explore.main()
-        with gr.Tabs():
-            return explore.tabs(above)
-
-
-@pytest.fixture(scope="module")
 def sweep_parts():
     """The Analysis tab's parts, built (not launched)."""
     with gr.Blocks():

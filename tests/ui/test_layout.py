@@ -8,7 +8,6 @@ import inspect
 import json
 import sys
 
-import gradio as gr
 import pandas as pd
 import pytest
 
@@ -18,14 +17,6 @@ from dropmatch.config import SETTINGS
 from ui import explore, runs
 from ui.common import DEFAULTS, UserError
 from viz.summary import RUNS, run_names
-
-
-@pytest.fixture(scope="module")
-def view():
-    with gr.Blocks():
-        above = explore.main()
-        with gr.Tabs():
-            return explore.tabs(above)
 
 
 def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view):
