@@ -21,9 +21,12 @@ RELAX_COLORS = {
 }
 
 
+ANCHOR_DASH = {"unanimity": "dot", "unanimity (paper's count)": "dashdot", "effect": "solid"}
+
+
 def unanimity_curve(cal: dict) -> go.Figure:
-    """Unanimity (all K path top-1 = the unmasked top-1) and each rule's relax rate per p_drop, log x axis, with
-    the target unanimity and the chosen p_drop marked."""
+    """Unanimity (both counts) and each rule's relax rate per p_drop, log x axis, with the target unanimity and
+    each anchor's p_drop marked (files before anchors were recorded: the chosen p_drop)."""
     curve = sorted(cal.get("curve") or [], key=lambda r: r["p_drop"])
     title = f"Path unanimity vs p_drop · {cal.get('suite', '?')}, K {cal.get('K', '?')}"
     rows = [r for r in curve if r["p_drop"] > 0]
@@ -39,6 +42,15 @@ def unanimity_curve(cal: dict) -> go.Figure:
         line={"color": "#111827", "width": 3},
         hovertemplate="p_drop %{x:.4g}<br>unanimity %{y:.4f}<extra></extra>",
     )
+    if all("unanimity_paper" in r for r in rows):
+        fig.add_scatter(
+            x=x,
+            y=[r["unanimity_paper"] for r in rows],
+            mode="lines+markers",
+            name="unanimity, the paper's count (all K votes for one token)",
+            line={"color": "#6b7280", "width": 2, "dash": "dash"},
+            hovertemplate="p_drop %{x:.4g}<br>all K votes for one token at %{y:.2%} of positions<extra></extra>",
+        )
     for name in DROPMATCH_CRITERIA:
         key = f"relax_{name}"
         if all(key in r for r in rows):
@@ -60,7 +72,17 @@ def unanimity_curve(cal: dict) -> go.Figure:
             annotation_text=f"target {target:.1%}{source}",
             annotation_position="bottom left",
         )
-    chosen = cal.get("chosen")
+    for found in cal.get("anchors") or []:
+        if found["anchor"] in ANCHOR_DASH and found["p_drop"] > 0:
+            fig.add_vline(
+                x=found["p_drop"],
+                line={"dash": ANCHOR_DASH[found["anchor"]], "color": METHOD_COLORS["DropMatch"]},
+                annotation_text=f"{found['anchor']}: {found['p_drop']:.3g}"
+                + ("" if found["reached"] else " (closest)"),
+                annotation_position="top right",
+                annotation_textangle=-90,
+            )
+    chosen = None if cal.get("anchors") else cal.get("chosen")
     if chosen:
         verdict = "reaches it" if cal.get("reached") else "closest; does not reach it"
         fig.add_vline(

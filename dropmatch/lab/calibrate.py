@@ -1,13 +1,17 @@
-"""`calibrate`: how far the K dropout paths split at each p_drop, and a p_drop that transfers across model sizes.
+"""`calibrate`: how far the K dropout paths split at each p_drop, and the p_drops that transfer the paper's regime.
 
-The paper runs p_drop 0.3 on 32B and 70B heads, where all K = 5 paths agree on 98.4% of HumanEval positions
-(its Table 2). A narrower head splits far more at the same rate, so the same p_drop relaxes far more. This
-measures, on real positions of a suite, per p_drop:
-- unanimity: the share of positions where every path's top-1 is the unmasked head's top-1;
+The paper runs p_drop 0.3 on 32B and 70B heads, where all K = 5 votes go to one token at 98.4% of HumanEval
+positions (its Table 2). A narrower head splits far more at the same rate, so the same p_drop relaxes far more.
+This measures, on real positions of a suite, per p_drop:
+- unanimity, counted two ways: every path's top-1 is the unmasked head's top-1 (`unanimity`, the project's
+  count), and all K top-1 votes go to one token (`unanimity_paper`, the paper's count);
 - the mean JS threshold max_i JS(p_i || centroid) (nats);
-- how often each DropMatch rule would accept the draft's proposal where exact match rejects it;
-and picks the largest p_drop whose unanimity reaches a target (default the paper's 98.4%), refining between
-the two grid values around it by bisection; when no value reaches it, it says so and names the closest.
+- how often each DropMatch rule would accept the draft's proposal where exact match rejects it (`relax_<rule>`);
+and finds, by bisection between the grid values around each, the p_drop of every anchor (`ANCHORS`): the
+unanimity the paper reports (both counts), the paper's effect (the share of exact-match rejections DropMatch
+relaxes, from its Table 6), and the paper's Table 3 range of the JS threshold. Matching unanimity transfers how
+often the paths agree; matching the effect transfers how much DropMatch relaxes, which is what its speed and its
+quality follow. When no p_drop reaches an anchor, it says so and names the closest.
 It also shows which hidden dimensions drive the splits: for each dimension, how often zeroing it alone moves
 the argmax, beside its mean |h|.
 
@@ -23,7 +27,15 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from dropmatch.config import DROPMATCH_CRITERIA, PAPER_SETTING, PAPER_UNANIMITY, DecodeConfig
+from dropmatch.config import (
+    DEFAULT_CRITERION,
+    DROPMATCH_CRITERIA,
+    PAPER_JS_SPREAD,
+    PAPER_RELAX_SHARE,
+    PAPER_SETTING,
+    PAPER_UNANIMITY,
+    DecodeConfig,
+)
 from dropmatch.criteria import RULES
 from dropmatch.decode import generate, position_generator
 from dropmatch.evidence import Evidence
@@ -71,14 +83,16 @@ def uniforms(n: int, K: int, hidden: int, seed: int) -> torch.Tensor:
 
 @torch.inference_mode()
 def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> dict:
-    """Unanimity, mean JS threshold and each DropMatch rule's relax rate at one p_drop."""
+    """Unanimity (both counts), mean JS threshold and each DropMatch rule's relax rate at one p_drop."""
     head = TargetHead.of(pair.target)
-    unanimous, thresholds, relaxed = [], [], {name: [] for name in DROPMATCH_CRITERIA}
+    unanimous, agreeing, thresholds, relaxed = [], [], [], {name: [] for name in DROPMATCH_CRITERIA}
     for start in range(0, len(pos.argmax), CHUNK):
         rows = slice(start, start + CHUNK)
         logits = path_logits(pos.h[rows], head, u[rows] >= p_drop, p_drop).cpu()  # [P, K, V]
         logits = torch.nn.functional.pad(logits, (0, pos.z.shape[-1] - logits.shape[-1]), value=float("-inf"))
-        unanimous.append((logits.argmax(-1) == pos.argmax[rows, None]).all(-1))
+        top1 = logits.argmax(-1)  # [P, K]
+        unanimous.append((top1 == pos.argmax[rows, None]).all(-1))
+        agreeing.append((top1 == top1[:, :1]).all(-1))  # all K votes for one token, whichever it is
         rejected = pos.draft[rows] != pos.argmax[rows]
         stats = PathStats(logits=logits, draft=pos.draft[rows], q_logprobs=pos.q_logprobs[rows])
         thresholds.append(stats.js_paths.max(-1).values)
@@ -89,6 +103,7 @@ def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> 
     row = {
         "p_drop": p_drop,
         "unanimity": float(torch.cat(unanimous).float().mean()),
+        "unanimity_paper": float(torch.cat(agreeing).float().mean()),
         "js_threshold": float(torch.cat(thresholds).mean()),
         "positions": len(pos.argmax),
         "exact_rejects": rejected_n,
@@ -98,12 +113,116 @@ def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> 
     return row
 
 
-def pick(table: pd.DataFrame, target: float) -> tuple[float, bool]:
-    """The largest p_drop whose unanimity reaches `target`, and True; else the most unanimous one, and False."""
-    reached = table[table["unanimity"] >= target]
-    if len(reached):
-        return float(reached["p_drop"].max()), True
-    return float(table.loc[table["unanimity"].idxmax(), "p_drop"]), False
+@dataclass(frozen=True, kw_only=True)
+class Anchor:
+    """One way to carry the paper's regime to this head: a curve column, the paper's value of it, whether the column
+    grows with p_drop, and the side of the value a p_drop must stay on (the pick is the p_drop nearest the crossing
+    on that side)."""
+
+    name: str
+    column: str
+    target: float
+    rising: bool
+    side: str  # "above": the column at least the target; "below": at most
+    meaning: str
+
+    def holds(self, value: float) -> bool:
+        return value >= self.target if self.side == "above" else value <= self.target
+
+    @property
+    def ok_high(self) -> bool:
+        """Whether the p_drops on the anchor's side lie above the crossing (else below it)."""
+        return self.rising == (self.side == "above")
+
+
+AT_ZERO = {"unanimity": 1.0, "unanimity_paper": 1.0, "js_threshold": 0.0}  # p_drop 0: every path is the head
+
+
+def anchors(
+    unanimity: float = PAPER_UNANIMITY,
+    relax_share: float = PAPER_RELAX_SHARE["humaneval"],
+    criterion: str = DEFAULT_CRITERION,
+    js_spread: tuple[float, float] = PAPER_JS_SPREAD,
+) -> tuple[Anchor, ...]:
+    """The anchors a calibration reports side by side (defaults: the paper's HumanEval numbers)."""
+    return (
+        Anchor(
+            name="unanimity",
+            column="unanimity",
+            target=unanimity,
+            rising=False,
+            side="above",
+            meaning="every path keeps the unmasked top-1 (this project's count)",
+        ),
+        Anchor(
+            name="unanimity (paper's count)",
+            column="unanimity_paper",
+            target=unanimity,
+            rising=False,
+            side="above",
+            meaning="all K votes go to one token (the paper's Table 2 count)",
+        ),
+        Anchor(
+            name="effect",
+            column=f"relax_{criterion}",
+            target=relax_share,
+            rising=True,
+            side="above",
+            meaning=f"{criterion} accepts this share of the drafts exact match rejects (the paper's Table 6 effect)",
+        ),
+        Anchor(
+            name="JS spread, low end",
+            column="js_threshold",
+            target=js_spread[0],
+            rising=True,
+            side="above",
+            meaning="the mean JS threshold reaches the low end of the paper's Table 3 range",
+        ),
+        Anchor(
+            name="JS spread, high end",
+            column="js_threshold",
+            target=js_spread[1],
+            rising=True,
+            side="below",
+            meaning="the mean JS threshold stays under the high end of the paper's Table 3 range",
+        ),
+    )
+
+
+def bracket(rows: list[dict], anchor: Anchor) -> tuple[float | None, float | None]:
+    """The measured p_drop nearest the anchor's crossing on its side (p_drop 0 counts where the column's value
+    there is known), and the nearest one beyond the crossing; None where there is none."""
+    points = [(r["p_drop"], r[anchor.column]) for r in rows if r["p_drop"] > 0]
+    if anchor.column in AT_ZERO:
+        points.append((0.0, AT_ZERO[anchor.column]))
+    ok = [p for p, v in points if anchor.holds(v)]
+    bad = [p for p, v in points if not anchor.holds(v)]
+    if anchor.ok_high:
+        near = min(ok, default=None)
+        return near, max((p for p in bad if near is None or p < near), default=None)
+    near = max(ok, default=None)
+    return near, min((p for p in bad if near is None or p > near), default=None)
+
+
+def pick(table: pd.DataFrame, anchor: Anchor) -> dict:
+    """The anchor's p_drop in a measured table: the nearest the crossing on its side and True, or, where no p_drop
+    is on its side, the one whose value comes closest and False."""
+    near, _ = bracket(table.to_dict("records"), anchor)
+    values = table.set_index("p_drop")[anchor.column]
+    if near is None or (near == 0.0 and near not in values.index):
+        near, reached = float((values - anchor.target).abs().idxmin()), False
+    else:
+        reached = True
+    value = float(values[near]) if near in values.index else AT_ZERO[anchor.column]
+    return {
+        "anchor": anchor.name,
+        "column": anchor.column,
+        "target": anchor.target,
+        "p_drop": float(near),
+        "reached": reached,
+        "value": value,
+        "meaning": anchor.meaning,
+    }
 
 
 def curve(
@@ -111,26 +230,27 @@ def curve(
     pos: Positions,
     grid: list[float],
     K: int,
-    target: float = PAPER_UNANIMITY,
+    marks: tuple[Anchor, ...] | None = None,
     refine: int = 3,
     seed: int = 0,
-) -> tuple[pd.DataFrame, float, bool]:
-    """Measure every p_drop of `grid`, then bisect `refine` times between the largest value that reaches the
-    target (p_drop 0 when none does: with nothing dropped every path is the unmasked head, unanimous by
-    definition) and the smallest that does not. Returns the table (sorted by p_drop), the pick and whether it
-    reached the target."""
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Measure every p_drop of `grid`, then for each anchor bisect `refine` times between the measured p_drops
+    on either side of its crossing (p_drop 0, where every path is the unmasked head, counts as measured).
+    Returns the table (sorted by p_drop) and each anchor's pick (`pick`)."""
+    marks = anchors() if marks is None else marks
     u = uniforms(len(pos.argmax), K, pos.h.shape[-1], seed)
-    rows = [measure(pair, pos, p, u) for p in sorted(grid)]
-    for _ in range(refine):
-        table = pd.DataFrame(rows).sort_values("p_drop")
-        ok, bad = table[table["unanimity"] >= target], table[table["unanimity"] < target]
-        lo = ok["p_drop"].max() if len(ok) else 0.0
-        if bad.empty or bad["p_drop"].min() <= lo or target > 1:
-            break
-        rows.append(measure(pair, pos, (lo + bad["p_drop"].min()) / 2, u))
+    rows = [measure(pair, pos, p, u) for p in sorted(set(grid))]
+    for anchor in marks:
+        for _ in range(refine):
+            near, beyond = bracket(rows, anchor)
+            if near is None or beyond is None:
+                break
+            mid = (near + beyond) / 2
+            if any(r["p_drop"] == mid for r in rows):
+                break
+            rows.append(measure(pair, pos, mid, u))
     table = pd.DataFrame(rows).sort_values("p_drop", ignore_index=True)
-    chosen, reached = pick(table, target)
-    return table, chosen, reached
+    return table, [pick(table, anchor) for anchor in marks]
 
 
 @torch.inference_mode()

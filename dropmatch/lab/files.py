@@ -67,7 +67,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A calibration result: the unanimity curve per p_drop, the pick, and the per-dimension view."""
+    """A calibration result: the curve per p_drop, the picks (`chosen`: the unanimity anchor's; `anchors`: every
+    anchor's, as `calibrate.pick` writes them), and the per-dimension view."""
 
     suite: str
     K: int
@@ -81,6 +82,8 @@ class Calibration:
     settings: dict | None = None
     environment: dict | None = None
     dims_positions: int | None = None
+    target_relax: float | None = None
+    anchors: list[dict] | None = None  # anchor, column, target, p_drop, reached, value, meaning
 
 
 def read_json(path: str | Path):
@@ -182,6 +185,21 @@ def _check_curve_row(row: dict, where: str) -> None:
             raise ValueError(f"{where}.{name}: expected a number, got {value!r}")
 
 
+ANCHOR_FIELDS = {"anchor": str, "column": str, "meaning": str, "reached": bool}  # and target, p_drop, value
+
+
+def _check_anchor(found, where: str) -> None:
+    """One anchor's pick: its names, whether it was reached, and its numbers (p_drop in [0, 1])."""
+    if not isinstance(found, dict):
+        raise ValueError(f"{where}: expected an object, got {found!r}")
+    for name, kind in ANCHOR_FIELDS.items():
+        if not isinstance(found.get(name), kind):
+            raise ValueError(f"{where}.{name}: expected {kind.__name__}, got {found.get(name)!r}")
+    for name in ("target", "value"):
+        _number(found.get(name), f"{where}.{name}")
+    _number(found.get("p_drop"), f"{where}.p_drop", 0.0, 1.0)
+
+
 def read_calibration(path: str | Path) -> dict:
     """A calibration file, checked: its fields (Calibration), the pick, every curve row, the dims' columns."""
     cal, where = read_json(path), f"{path}: calibration"
@@ -189,6 +207,8 @@ def read_calibration(path: str | Path) -> dict:
     _number(cal["chosen"], f"{where}.chosen", 0.0, 1.0)
     for i, row in enumerate(cal["curve"]):
         _check_curve_row(row, f"{where}.curve[{i}]")
+    for i, found in enumerate(cal.get("anchors") or []):
+        _check_anchor(found, f"{where}.anchors[{i}]")
     missing = [name for name in DIMS if name not in cal["dims"]]
     if missing:
         raise ValueError(f"{where}.dims.{missing[0]}: missing")

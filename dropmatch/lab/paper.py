@@ -54,3 +54,24 @@ PAPER = {
         "not measured",
     ),
 }
+
+
+def acceptance_from_tau(tau: float, L: int) -> float:
+    """The per-draft acceptance rate a that gives mean acceptance length tau at draft length L, under the i.i.d.
+    model tau = (1 - a^(L+1)) / (1 - a) = 1 + a + ... + a^L (bonus token included), found by bisection: tau grows
+    with a from 1 (a = 0) to L + 1 (a = 1)."""
+    if not 1.0 <= tau <= L + 1:
+        raise ValueError(f"tau must lie in [1, {L + 1}] at draft length {L}; got {tau!r}")
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        a = (lo + hi) / 2
+        lo, hi = (a, hi) if sum(a**i for i in range(L + 1)) < tau else (lo, a)
+    return (lo + hi) / 2
+
+
+def relaxed_share(tau_lossless: float, tau_relaxed: float, L: int) -> float:
+    """The share of exact-match rejections a relaxed rule turns into acceptances, from the two taus at draft length
+    L: with a0, a1 the acceptance rates of `acceptance_from_tau`, a rejected draft (probability 1 - a0) is accepted
+    with probability (a1 - a0) / (1 - a0). So the paper's Table 6 gives DropMatch's effect (PAPER_RELAX_SHARE)."""
+    a0, a1 = acceptance_from_tau(tau_lossless, L), acceptance_from_tau(tau_relaxed, L)
+    return (a1 - a0) / (1 - a0)

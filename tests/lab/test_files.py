@@ -96,6 +96,16 @@ def test_the_recorded_calibrations_read_back(path):
     assert cal["suite"] == path.stem and cal["curve"]
 
 
+ANCHOR = {"anchor": "effect", "column": "relax_js+majority", "target": 0.25, "p_drop": 0.1, "reached": True}
+ANCHOR |= {"value": 0.26, "meaning": "js+majority accepts this share of the drafts exact match rejects"}
+
+
+def test_a_well_formed_anchor_reads_back(tmp_path):
+    path = tmp_path / "humaneval.json"
+    path.write_text(json.dumps(_calibration(anchors=[ANCHOR], target_relax=0.25)), encoding="utf-8")
+    assert files.read_calibration(path)["anchors"] == [ANCHOR]
+
+
 def _calibration(**changes) -> dict:
     cal = json.loads((ASSETS / "calibration" / "humaneval.json").read_text(encoding="utf-8"))
     return cal | changes
@@ -116,6 +126,12 @@ def _calibration(**changes) -> dict:
             _calibration(curve=[{"p_drop": 0.1, "unanimity": 1, "relax_js": "x"}]),
             r"calibration\.curve\[0\]\.relax_js: expected a number",
         ),
+        (_calibration(anchors=[{"anchor": "effect"}]), r"calibration\.anchors\[0\]\.column: expected str"),
+        (
+            _calibration(anchors=[ANCHOR | {"p_drop": 2.0}]),
+            r"calibration\.anchors\[0\]\.p_drop: must lie in \[0, 1\], got 2\.0",
+        ),
+        (_calibration(anchors=[ANCHOR | {"reached": "yes"}]), r"calibration\.anchors\[0\]\.reached: expected bool"),
         (_calibration(dims={"dim": [0, 1], "flip_rate": [0.1]}), r"calibration\.dims\.mean_abs_h: missing"),
         (
             _calibration(dims={"dim": [0, 1], "flip_rate": [0.1], "mean_abs_h": [1.0, 2.0]}),
