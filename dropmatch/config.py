@@ -21,15 +21,8 @@ DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive
 DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1
 # The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
 PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
-# The paper's Table 2: all K = 5 votes go to one token at 98.4% of HumanEval positions (Llama-3.1-70B, p_drop 0.3);
-# `calibrate` measures that count and the stricter one, every path keeping the unmasked top-1, side by side.
+# the paper's Table 2: all 5 paths keep the unmasked top-1 at 98.4% of HumanEval positions (Llama-3.1-70B, p_drop 0.3)
 PAPER_UNANIMITY = 0.984
-# The paper's effect: the share of exact-match rejections DropMatch turns into acceptances, from its Table 6 by
-# inverting tau = (1 - a^(L+1)) / (1 - a) for lossless and for DropMatch (lab/paper.relaxed_share; docs/algorithm.md,
-# "Calibration"): HumanEval 21-30% (Llama L5 30%, L10 26%; Qwen L5 21%, L10 24%: 0.25 their mean), GSM8K 54%
-# (Llama L5), MMLU 25%.
-PAPER_RELAX_SHARE = {"humaneval": 0.25, "gsm8k": 0.54, "mmlu": 0.25}
-PAPER_JS_SPREAD = (0.0014, 0.031)  # the paper's Table 3: the paths' JS spread max_i JS(p_i || centroid), nats
 FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies, in the order OFAT walks them
 # A sweep's methods, in the order its tables list them: the baseline, the method it varies, the relatives.
 SWEEP_METHODS = ("lossless", "dropmatch", "relative")
@@ -38,7 +31,7 @@ SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # wha
 # test, DropMatch's criteria on the paths, the relatives' rules (dropmatch.relatives gives each rule its reason;
 # the three fuzzy rules share one). A drafted position no rule accepts is `rejected`, one after it `skipped`.
 SEMANTIC_REASONS = ("js", "majority", "naive")
-RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars")
+RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars", "fly", "ears")
 ACCEPT_REASONS = ("exact", *SEMANTIC_REASONS, *RELATIVE_REASONS)
 DRAFT_REASONS = (*ACCEPT_REASONS, "rejected", "skipped")
 
@@ -140,8 +133,9 @@ class Knob:
 
 # The relatives: one knob each (dropmatch.relatives has each rule, its source and its equation). Defaults come
 # from the sources where they give one (FSD's README uses JS 0.4; Medusa's code epsilon 0.09; MARS's code
-# theta 0.9); the KL and TV thresholds have none there and sit where they relax about as often as DropMatch
-# at its paper setting on the embedded pair; top-k starts at 2.
+# theta 0.9; vLLM's FLy entropy threshold 0.3); the KL and TV thresholds have none there and sit where they relax
+# about as often as DropMatch at its paper setting on the embedded pair; top-k starts at 2; EARS's beta has no
+# default known here (dropmatch.relatives.ears says why 0.5).
 LN2 = 0.6931471805599453
 KNOBS = {
     "fuzzy-js": Knob("threshold", 0.4, 0.0, LN2, "accept when JS(p || q) <= threshold (nats); larger relaxes more"),
@@ -151,17 +145,46 @@ KNOBS = {
         "epsilon", 0.09, 0.0, 1.0, "accept when p(d) > min(epsilon, sqrt(epsilon) * exp(-H(p))); smaller relaxes more"
     ),
     "top-k": Knob(
-        "k", 2, 1, 1000, "accept when d is among the target's k most likely tokens; larger relaxes more", integer=True
+        "k",
+        2,
+        1,
+        1000,
+        "accept d when it is among the target's k most likely tokens (ties in index order) and not its argmax, which "
+        "the lossless test decides; 1 relaxes nothing; larger relaxes more",
+        integer=True,
     ),
     "mars": Knob(
-        "theta", 0.9, 0.0, 1.0, "accept d = the target's second token when z2 / z1 > theta; smaller relaxes more"
+        "theta",
+        0.9,
+        0.0,
+        1.0,
+        "where z2 / z1 > theta accept d if it is the target's top-1 or top-2, elsewhere the lossless test decides; "
+        "1 relaxes nothing; smaller relaxes more",
+    ),
+    "fly": Knob(
+        "theta",
+        0.3,
+        0.0,
+        1.1,
+        "defer a rejection when the top-3 entropy H3(p) >= theta (nats) and the next W = min(6, gamma - 1) drafts "
+        "pass the lossless test; above ln 3 = 1.0986 nothing is deferred; smaller relaxes more",
+    ),
+    "ears": Knob(
+        "beta",
+        0.5,
+        0.0,
+        2.0,
+        "accept when u < p(d) / q(d) + beta (1 - max p) (T = 0: when p(d) / q(d) + beta (1 - max p) >= 1); "
+        "0 is the lossless test; larger relaxes more",
     ),
 }
 RELATIVE_CRITERIA = tuple(KNOBS)
 # The statistics of p and q a drafted position's record keeps for the relatives (dropmatch.evidence computes them):
-# H(p), JS(p || q), KL(q || p), TV(p, q), z2 / z1. A non-finite value is recorded as null: an infinite KL, or a
-# ratio that is undefined (z1 <= 0).
-RECORDED_STATISTICS = ("entropy", "js_pq", "kl_qp", "tv", "margin")
+# H(p), JS(p || q), KL(q || p), TV(p, q), z2 / z1, the top-3 entropy H3(p), d's place in the target's order (ties
+# in index order), and of the round's lossless test the run of accepts after the position, the draft length and
+# the uniform u. A non-finite value is recorded as null: an infinite KL, a ratio that is undefined (z1 <= 0), u
+# when greedy (no draw).
+RECORDED_STATISTICS = ("entropy", "js_pq", "kl_qp", "tv", "margin", "h3", "order", "after", "gamma", "u")
 NULL_MEANS = {"kl_qp": float("inf")}  # what a null statistic stands for (NaN where not listed)
 CRITERION_NAMES = (*DROPMATCH_CRITERIA, *RELATIVE_CRITERIA)
 

@@ -13,12 +13,17 @@ when greedy: config.sampling_temperature) and the draft model's full distributio
 - `js_pq`: JS(p || q) in nats (in [0, ln 2]); `kl_qp`: KL(q || p) in nats; `tv`: TV(p, q) = 1/2 |p - q|_1
 - `margin`: z_2 / z_1, the ratio of the target's second-largest logit to its largest (MARS); NaN when
   z_1 <= 0, where the ratio says nothing
+- `h3`: the entropy in nats of the target's three largest probabilities, as they are (not renormalised; FLy)
+- `order`: d's place in the target's order with ties broken as argmax breaks them, by index (1 = the argmax)
+- `q_d`: q(d); `p_max`: max p, the target's top-1 probability (EARS)
 
 and the round's own lossless test, which some rules read beside the statistics (FLy defers a rejection when the
 positions after it pass it; EARS widens its threshold with the same uniform draw):
 - `native`: the lossless test's verdict (exact match when greedy; u q(d) <= p(d), Leviathan's test, when sampling)
 - `u`: the uniform draw of that test at each position (sampling only; None when greedy)
 - `after`: how many positions right after each one the lossless test accepts in a row, within the round
+- `gamma`: the run's draft length (0 where unknown)
+Read by name (`ev["u"]`), each is a [P] tensor: `gamma` repeated, and `u` NaN when greedy.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ import torch
 from dropmatch.config import RECORDED_STATISTICS
 from dropmatch.heads import PathStats, js_divergence
 
-STATISTICS = ("p_d", "rank", *RECORDED_STATISTICS)  # p(d) and the rank have their own record fields
+# p(d), q(d), max p, the rank and the lossless verdict have their own record fields (p, q, p_argmax, target_rank,
+# lossless)
+STATISTICS = ("p_d", "q_d", "p_max", "rank", "native", *RECORDED_STATISTICS)
 
 
 def kl_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
@@ -90,7 +97,10 @@ class Evidence:
         """A statistic by name (one of STATISTICS), so a rule reads `ev["tv"]` from this or a plain dict."""
         if name not in STATISTICS:
             raise KeyError(f"unknown statistic {name!r}; expected one of {', '.join(STATISTICS)}")
-        return getattr(self, name)
+        value = getattr(self, name)
+        if not isinstance(value, torch.Tensor):  # the draft length, or u when greedy (no draw)
+            value = torch.full((len(self.draft),), float("nan") if value is None else float(value))
+        return value
 
     def rows(self, positions: list[int]) -> Evidence:
         """The evidence at some of the drafted positions (no paths: `with_paths` attaches those computed there)."""
@@ -162,6 +172,22 @@ class Evidence:
     @cached_property
     def tv(self) -> torch.Tensor:
         return 0.5 * (self.p_logprobs.exp() - self.q).abs().sum(-1)  # [P]
+
+    @cached_property
+    def p_max(self) -> torch.Tensor:
+        return self.p_logprobs.max(-1).values.exp()  # [P]
+
+    @cached_property
+    def h3(self) -> torch.Tensor:
+        top = self.p_logprobs.topk(min(3, self.p_logprobs.shape[-1]), dim=-1).values  # [P, 3]
+        return -torch.special.xlogy(top.exp(), top.exp()).sum(-1)  # [P]
+
+    @cached_property
+    def order(self) -> torch.Tensor:
+        z = self.target_logits[: len(self.draft)]
+        z_d = z.gather(-1, self.draft[:, None])
+        before = torch.arange(z.shape[-1])[None] < self.draft[:, None]  # lower ids win a tie, as in argmax
+        return (z > z_d).sum(-1) + ((z == z_d) & before).sum(-1) + 1  # [P]
 
     @cached_property
     def margin(self) -> torch.Tensor:

@@ -46,6 +46,10 @@ CASES = {
                                       "max_new_tokens": 32}),
     "noisy:mars_replace": (ADD, {"method": "relative", "criterion": "mars", "knob": 0.5, "mode": "replace",
                                  "evidence": True, "max_new_tokens": 32}),
+    "noisy:fly_sampled": (ONCE, {"method": "relative", "criterion": "fly", "knob": 0.05, "temperature": 0.7,
+                                 "seed": 6, "gamma": 3, "max_new_tokens": 32}),
+    "noisy:ears_sampled": (ONCE, {"method": "relative", "criterion": "ears", "temperature": 0.7, "seed": 3,
+                                  "max_new_tokens": 32}),
 }  # fmt: skip
 
 

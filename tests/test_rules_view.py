@@ -32,7 +32,7 @@ def test_recomputed_verdicts_are_the_decoders(relative_trace):
     assert drafts
     for rec in drafts:
         assert rules.decide(rec, "top-k", 2) == rec.verdicts["top-k"]  # the run's own rule and knob
-        for name in ("typical", "mars", "fuzzy-js"):
+        for name in ("typical", "mars", "fuzzy-js", "fly", "ears"):
             assert rules.decide(rec, name) == rec.verdicts[name]  # every other relative at its default
         assert rec.verdicts["js"] == (rec.js_draft <= rec.threshold)  # DropMatch's JS rule, from the recorded paths
 
@@ -47,7 +47,7 @@ def test_top_k_of_one_is_exact_match_on_a_lossless_run(lossless_trace):
 def test_the_panel_lists_every_rule_with_its_knob_and_the_runs_rule_marked(relative_trace):
     rec = next(r for r in relative_trace.records if r.kind == "draft")
     rows = rules.rule_rows(relative_trace, rec, {"typical": 0.3})
-    assert [r["rule"] for r in rows][:2] == ["lossless", "js+majority"] and len(rows) == 12
+    assert [r["rule"] for r in rows][:2] == ["lossless", "js+majority"] and len(rows) == 1 + len(RULES)
     knob = {r["rule"]: r["knob"] for r in rows}
     assert knob["top-k"] == "k 2" and knob["typical"] == "epsilon 0.3" and knob["mars"] == "theta 0.9"
     page = rules.rules_html(relative_trace, rec, {"typical": 0.3})
@@ -73,7 +73,7 @@ def test_the_panel_shows_each_registry_entrys_label_and_explanation(relative_tra
     K, votes = relative_trace.config["K"], dict(rec.votes)
     said = {
         "typical": RULES["typical"].explain({"p_d": rec.p, "entropy": rec.rule_stats["entropy"]}, 0.3),
-        "top-k": RULES["top-k"].explain({"rank": rec.target_rank}, 2),
+        "top-k": RULES["top-k"].explain({"order": rec.rule_stats["order"], "native": rec.lossless}, 2),
         "fuzzy-tv": RULES["fuzzy-tv"].explain({"tv": rec.rule_stats["tv"]}, RULES["fuzzy-tv"].knob.default),
         "js": RULES["js"].explain({"js_draft": rec.js_draft, "threshold": rec.threshold}),
         "naive": RULES["naive"].explain({"votes_d": votes.get(rec.token_id, 0), "votes_top": rec.votes[0][1], "K": K}),
@@ -118,3 +118,40 @@ def test_the_step_through_explains_the_runs_rule_from_the_registry(relative_trac
     assert [h.split("<br>")[-1] for h in hover[: len(drafts)]] == said
     story = round_story(relative_trace, t, 2)
     assert RULES["top-k"].label in story and all(f"({line})" in story for line in said)
+
+
+@pytest.fixture(scope="module")
+def sampled_trace(noisy_pair):
+    """T 0.7, gamma 3, every statistic recorded: the uniforms u, the runs after each position, H3."""
+    config = DecodeConfig(
+        method="relative", criterion="fly", temperature=0.7, seed=4, gamma=3, evidence=True, max_new_tokens=40
+    )
+    return generate(noisy_pair, PROMPT, config)
+
+
+def test_every_relative_is_recomputed_from_a_sampled_records_numbers_at_T07(sampled_trace):
+    """At T 0.7 the record keeps what the rules that read the round's lossless test need (u, the native run after
+    the position, the draft length), so the inspector decides as the decoder did, at any knob."""
+    drafts = [r for r in sampled_trace.records if r.kind == "draft"]
+    assert all(r.rule_stats["u"] is not None and r.rule_stats["gamma"] == 3 for r in drafts)
+    for rec in drafts:
+        for name in RULES:
+            if not RULES[name].needs_paths:
+                assert rules.decide(rec, name) == rec.verdicts[name], (name, rec.round, rec.pos)
+        assert rules.decide(rec, "fly", 1.1) == rec.lossless and rules.decide(rec, "ears", 0.0) == rec.lossless
+
+
+def test_the_panel_shows_fly_and_ears_from_the_record(sampled_trace):
+    rec = next(r for r in sampled_trace.records if r.kind == "draft")
+    rows = {row["rule"]: row["statistic"] for row in rules.rule_rows(sampled_trace, rec)}
+    stats = rec.rule_stats
+    assert rows["fly"].startswith(f"H3 {stats['h3']:.3g} vs θ 0.3; ")
+    assert f"accepts the next {stats['after']:.0f} in a row (window W 2 = min(6, γ−1), γ 3)" in rows["fly"]
+    assert f"vs u {stats['u']:.3g}" in rows["ears"] and "β(1 − max p)" in rows["ears"]
+
+
+def test_the_panel_says_the_ears_reading_at_T0(relative_trace):
+    rec = next(r for r in relative_trace.records if r.kind == "draft")
+    assert rec.rule_stats["u"] is None  # greedy: no draw recorded
+    row = next(r for r in rules.rule_rows(relative_trace, rec) if r["rule"] == "ears")
+    assert row["statistic"].endswith("vs 1 (T = 0 reading)")

@@ -36,10 +36,12 @@ AGREEMENT = {
 
 
 def numbers(rec: TokenRecord) -> dict[str, torch.Tensor] | None:
-    """The relatives' inputs at a draft record as one-element tensors; None where they were not recorded."""
+    """The relatives' inputs at a draft record as one-element tensors: p(d), q(d), max p, the rank and the lossless
+    verdict from the record's own fields, the recorded statistics; None where they were not recorded."""
     if rec.kind != "draft" or not rec.rule_stats or rec.p is None or rec.target_rank is None:
         return None
-    values = {"p_d": rec.p, "rank": rec.target_rank, **rec.rule_stats}
+    own = {"p_d": rec.p, "q_d": rec.q, "p_max": rec.p_argmax, "rank": rec.target_rank, "native": rec.lossless}
+    values = {**{k: v for k, v in own.items() if v is not None}, **rec.rule_stats}
     return {k: torch.tensor([NULL_MEANS.get(k, float("nan")) if v is None else v]) for k, v in values.items()}
 
 

@@ -22,6 +22,8 @@ REASON_COLORS = {
     "typical": "#fde68a",
     "top-k": "#d9f99d",
     "mars": "#a5f3fc",
+    "fly": "#e879f9",
+    "ears": "#818cf8",
     "correction": "#fdba74",
     "bonus": "#93c5fd",
     "rejected": "#f87171",
@@ -60,6 +62,8 @@ RULE_COLORS = {
     "typical": "#d97706",
     "top-k": "#65a30d",
     "mars": "#db2777",
+    "fly": "#c026d3",
+    "ears": "#4f46e5",
 }
 ACCEPT_COLOR = "#16a34a"
 REJECT_COLOR = "#dc2626"
@@ -77,6 +81,8 @@ REASON_MARKS = {
     "typical": "T",
     "top-k": "K",
     "mars": "2",
+    "fly": "L",
+    "ears": "E",
     "correction": "c",
     "bonus": "+",
 }
