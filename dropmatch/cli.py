@@ -85,7 +85,8 @@ SETTING_HELP = {
     "K": "dropout paths K",
     "p_drop": "dropout rate on the LM-head input",
     "criterion": "a DropMatch rule on the K paths, or one of its relatives (which takes --knob)",
-    "mode": "or: the lossless test OR the criterion accepts a draft; replace: the criterion alone",
+    "mode": "or: the lossless test OR the criterion accepts a draft; replace: the criterion alone (the same for "
+    "a speculative cascade, whose rule is the verification)",
     "temperature": "0 = greedy",
     "max_new_tokens": "tokens to generate at most",
     "seed": "the seed of the dropout masks and of sampling",

@@ -38,7 +38,7 @@ SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # wha
 # test, DropMatch's criteria on the paths, the relatives' rules (dropmatch.relatives gives each rule its reason;
 # the three fuzzy rules share one). A drafted position no rule accepts is `rejected`, one after it `skipped`.
 SEMANTIC_REASONS = ("js", "majority", "naive")
-RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars", "fly", "ears")
+RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars", "fly", "ears", "cascade")
 ACCEPT_REASONS = ("exact", *SEMANTIC_REASONS, *RELATIVE_REASONS)
 DRAFT_REASONS = (*ACCEPT_REASONS, "rejected", "skipped")
 
@@ -142,7 +142,9 @@ class Knob:
 # from the sources where they give one (FSD's README uses JS 0.4; Medusa's code epsilon 0.09; MARS's code
 # theta 0.9; vLLM's FLy entropy threshold 0.3); the KL and TV thresholds have none there and sit where they relax
 # about as often as DropMatch at its paper setting on the embedded pair; top-k starts at 2; EARS's beta has no
-# default known here (dropmatch.relatives.ears says why 0.5).
+# default known here (dropmatch.relatives.ears says why 0.5). The speculative cascades (dropmatch.cascades) take
+# the official notebook's demo lenience, 0.5, for both rules (it runs TokenV3 at 0.5; its function defaults, 0 for
+# TokenV3 and -1 for OPT, relax nothing greedy).
 LN2 = 0.6931471805599453
 KNOBS = {
     "fuzzy-js": Knob("threshold", 0.4, 0.0, LN2, "accept when JS(p || q) <= threshold (nats); larger relaxes more"),
@@ -184,14 +186,34 @@ KNOBS = {
         "accept when u < p(d) / q(d) + beta (1 - max p) (T = 0: when p(d) / q(d) + beta (1 - max p) >= 1); "
         "0 is the lossless test; larger relaxes more",
     ),
+    "cascade-token": Knob(
+        "alpha",
+        0.5,
+        -1.0,
+        1.0,
+        "keep d when it is in A = {v : p1(v) >= (1 - alpha) max p1} (T > 0: verify against q on A + (1 - q(A)) p, "
+        "which also tightens the test off A); below 0 A is empty, the lossless test; larger relaxes more",
+    ),
+    "cascade-opt": Knob(
+        "alpha",
+        0.5,
+        -10.0,
+        10.0,
+        "take the draft's distribution when max q1 >= max p1 - alpha TV(q, p), else the lossless test; below -1 "
+        "never at T = 0 or 1 (elsewhere only where TV(q, p) <= (max q1 - max p1) / |alpha|); larger relaxes more",
+    ),
 }
 RELATIVE_CRITERIA = tuple(KNOBS)
 # The statistics of p and q a drafted position's record keeps for the relatives (dropmatch.evidence computes them):
 # H(p), JS(p || q), KL(q || p), TV(p, q), z2 / z1, the top-3 entropy H3(p), d's place in the target's order (ties
 # in index order), and of the round's lossless test the run of accepts after the position, the draft length and
-# the uniform u. A non-finite value is recorded as null: an infinite KL, a ratio that is undefined (z1 <= 0), u
-# when greedy (no draw).
-RECORDED_STATISTICS = ("entropy", "js_pq", "kl_qp", "tv", "margin", "h3", "order", "after", "gamma", "u")
+# the uniform u; and the speculative cascades' p1(d), max p1, max q1 (T = 1 softmaxes) and TokenV3's edge. A
+# non-finite value is recorded as null: an infinite KL, a ratio that is undefined (z1 <= 0), u and the edge when
+# greedy (no draw).
+RECORDED_STATISTICS = (
+    *("entropy", "js_pq", "kl_qp", "tv", "margin", "h3", "order", "after", "gamma", "u"),
+    *("p1_d", "p1_max", "q1_max", "v3_edge"),
+)
 NULL_MEANS = {"kl_qp": float("inf")}  # what a null statistic stands for (NaN where not listed)
 CRITERION_NAMES = (*DROPMATCH_CRITERIA, *RELATIVE_CRITERIA)
 
@@ -213,7 +235,8 @@ class DecodeConfig:
     gamma: draft tokens proposed per round. K, p_drop: dropout paths and their rate.
     criterion: a name in CRITERION_NAMES, of the method's family (DROPMATCH_CRITERIA for `dropmatch`,
         RELATIVE_CRITERIA for `relative`). mode: `or` accepts a draft token when the lossless test OR
-        the criterion accepts it; `replace` uses the criterion alone.
+        the criterion accepts it; `replace` uses the criterion alone (a speculative cascade's rule, which verifies
+        against its own distribution, is the test itself: both modes decode alike).
     knob: a relative's one setting (KNOBS; None takes its source's default, and the config keeps the
         value used); None for the other methods.
     temperature: 0 is greedy; > 0 samples (lossless uses rejection sampling).

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from dropmatch import cascades
 from dropmatch.config import ACCEPT_REASONS, CRITERION_NAMES, KNOBS, Knob
 from dropmatch.evidence import Evidence, shown
 from dropmatch.heads import PATH_STATISTICS, PathStats
@@ -74,6 +75,10 @@ class Rule:
     explain(numbers, knob): one line on what it read at a position, from the numbers named in `shows`: the
         statistics, and of a record's paths `js_draft`, `threshold` (the largest path JS), `votes_d` (the paths
         voting for d), `votes_top` (the most votes for one token) and `K`, and the record's `target_rank`.
+    pi: for a rule that verifies against a distribution of its own (the speculative cascades), `pi(evidence,
+        knob)` gives it at T > 0, [P, V]: its decision then replaces the lossless test whatever the mode (at T > 0
+        u q(d) <= pi(d)), and the correction after its first rejection is drawn from norm(max(pi - q, 0)). None
+        for every other rule, which the lossless test and its residual back.
     """
 
     name: str
@@ -84,6 +89,7 @@ class Rule:
     explain: Callable[[Numbers, float | None], str]
     shows: tuple[str, ...]
     knob: Knob | None = None
+    pi: Callable[[Evidence, float], torch.Tensor] | None = None
 
     @property
     def needs_paths(self) -> bool:
@@ -105,6 +111,17 @@ def _relative(test, reason: str) -> Callable[[Evidence, float], Verdict]:
     def decide(ev: Evidence, knob: float) -> Verdict:
         hit = test(ev, knob)
         return Verdict(accept=hit, components={reason: hit})
+
+    return decide
+
+
+def _verifying(test) -> Callable[[Evidence, float], Verdict]:
+    """A cascade's decision, named as OR mode names it: `exact` where the lossless test accepts too, else its own
+    reason, so the mode (which does not change its decision) does not change its reasons either."""
+
+    def decide(ev: Evidence, knob: float) -> Verdict:
+        hit, native = test(ev, knob), ev["native"].bool()
+        return Verdict(accept=hit, components={"exact": hit & native, cascades.REASON: hit & ~native})
 
     return decide
 
@@ -157,7 +174,21 @@ _RELATIVES = tuple(
     )
     for name, rel in RELATIVES.items()
 )
-_ENTRIES = {rule.name: rule for rule in (*_DROPMATCH, *_RELATIVES)}
+_CASCADES = tuple(
+    Rule(
+        name=name,
+        decide=_verifying(cascade.test),
+        reads=cascade.reads,
+        label=f"Relative: {cascade.title}",
+        title=cascade.title,
+        explain=cascade.explain,
+        shows=cascade.reads,
+        knob=KNOBS[name],
+        pi=cascade.pi,
+    )
+    for name, cascade in cascades.CASCADES.items()
+)
+_ENTRIES = {rule.name: rule for rule in (*_DROPMATCH, *_RELATIVES, *_CASCADES)}
 # The registry, in the menu's order (config.CRITERION_NAMES: DropMatch's criteria, then its relatives).
 RULES: dict[str, Rule] = {name: _ENTRIES[name] for name in CRITERION_NAMES}
 # The baseline every rule is shown beside: its verdict is the lossless test's, as each draft record holds it.
@@ -192,6 +223,7 @@ _REASONS = {
     "majority": Reason("majority", "lossless rejects it, but it is the plurality top-1 of the K paths", "semantic"),
     "naive": Reason("naive", "lossless rejects it, but it is the top-1 of at least one dropout path", "semantic"),
     **{rel.reason: Reason(rel.reason_word, rel.reason_meaning, "relative") for rel in RELATIVES.values()},
+    cascades.REASON: Reason(cascades.REASON_WORD, cascades.REASON_MEANING, "relative"),
 }
 REASONS = {name: _REASONS[name] for name in ACCEPT_REASONS}  # every acceptance reason, in order of precedence
 

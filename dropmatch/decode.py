@@ -197,7 +197,8 @@ class Decoder:
         position showed ({position: Checked}).
 
         Lazy (the default) checks only the positions the decision needs, in order, until the accepted prefix
-        ends, and computes the K paths only for a rule that reads them. `evidence` checks every drafted
+        ends, and computes the K paths only for a rule that reads them. A rule with its own pi (the speculative
+        cascades) is the verification itself: it decides every position, in either mode. `evidence` checks every drafted
         position at once, paths included for a relaxed method, so the inspector can show every rule; a
         lossless run gets the relatives' statistics there too. Same decisions either way.
         """
@@ -207,7 +208,8 @@ class Decoder:
             return accepts, found
         if rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head():
             return accepts, found  # every DropMatch rule then accepts exactly what exact match accepts
-        groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (cfg.mode == "or" and lossless[j])]
+        joined = cfg.mode == "or" and (rule is None or rule.pi is None)  # the lossless test accepts on its own
+        groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (joined and lossless[j])]
         for positions in groups:
             part = ev.rows(positions)
             if rule is not None and (rule.needs_paths or cfg.evidence):
@@ -223,17 +225,20 @@ class Decoder:
                     evidence=part, row=row, components={name: bool(v[row]) for name, v in components.items()}
                 )
                 if rule is not None:
-                    accepts[j] = (lossless[j] or hits[row]) if cfg.mode == "or" else hits[row]
+                    accepts[j] = (lossless[j] or hits[row]) if joined else hits[row]
             if not cfg.evidence and not accepts[positions[0]]:
                 break  # the accepted prefix ends here: later positions cannot matter
         return accepts, found
 
     def _extra(self, ev: Evidence, a: int) -> tuple[int, str]:
         """The token after the accepted prefix, from the unmasked head: the correction at the first rejected
-        position (the residual max(p - q, 0) when sampling), or the bonus token after k accepted drafts."""
+        position (the residual max(p - q, 0) when sampling, max(pi - q, 0) for a rule with its own pi), or the bonus
+        token after k accepted drafts."""
         greedy, k = self.cfg.temperature <= 0, len(ev.draft)
         if a < k:
-            tok = int(ev.target_logits[a].argmax()) if greedy else residual_sample(ev.p[a], ev.q[a], self.generator)
+            own = self.rule is not None and self.rule.pi is not None
+            target = self.rule.pi(ev.rows([a]), self.cfg.knob)[0] if own and not greedy else ev.p[a]
+            tok = int(ev.target_logits[a].argmax()) if greedy else residual_sample(target, ev.q[a], self.generator)
             return tok, "correction"
         tok = (
             int(ev.target_logits[k].argmax())

@@ -16,6 +16,8 @@ when greedy: config.sampling_temperature) and the draft model's full distributio
 - `h3`: the entropy in nats of the target's three largest probabilities, as they are (not renormalised; FLy)
 - `order`: d's place in the target's order with ties broken as argmax breaks them, by index (1 = the argmax)
 - `q_d`: q(d); `p_max`: max p, the target's top-1 probability (EARS)
+- `p1_d`, `p1_max`, `q1_max`: p1(d), max p1 and max q1 on the T = 1 softmaxes, whatever T (the speculative
+  cascades' deferral tests); `v3_edge`: where TokenV3's acceptance of a draft outside its set A ends (T > 0)
 
 and the round's own lossless test, which some rules read beside the statistics (FLy defers a rejection when the
 positions after it pass it; EARS widens its threshold with the same uniform draw):
@@ -176,6 +178,40 @@ class Evidence:
     @cached_property
     def p_max(self) -> torch.Tensor:
         return self.p_logprobs.max(-1).values.exp()  # [P]
+
+    @cached_property
+    def p1(self) -> torch.Tensor:
+        """The target's T = 1 softmax at the drafted positions: the speculative cascades' deferral tests read it."""
+        return torch.softmax(self.target_logits[: len(self.draft)], -1)  # [P, V]
+
+    @cached_property
+    def p1_max(self) -> torch.Tensor:
+        return self.p1.max(-1).values  # [P]
+
+    @cached_property
+    def p1_d(self) -> torch.Tensor:
+        return self.p1.gather(-1, self.draft[:, None]).squeeze(-1)  # [P]
+
+    @cached_property
+    def q1_max(self) -> torch.Tensor:
+        """max q1, the draft's top probability at T = 1 (q at T is softmax(z / T), so q1 = softmax(T log q))."""
+        return torch.softmax(self.T * self.q_logprobs, -1).max(-1).values  # [P]
+
+    @cached_property
+    def v3_edge(self) -> torch.Tensor:
+        """TokenV3 at T > 0 (dropmatch.cascades.token_v3): with A = {v : p1(v) / max p1 >= 1 - alpha}, a draft
+        outside A passes u q(d) <= (1 - q(A)) p(d) iff the lossless test passes and 1 - alpha > this edge: the
+        largest ratio p1(v) / max p1 above d's at which the draft mass of the tokens at or above it already rejects
+        d, or d's own ratio where none does. NaN when greedy (no draw)."""
+        ratio = self.p1 / self.p1_max[:, None]  # [P, V]
+        if self.u is None:
+            return torch.full((len(self.draft),), float("nan"))
+        levels, order = ratio.sort(dim=-1, descending=True, stable=True)
+        mass = self.q.gather(-1, order).cumsum(-1)  # q of the tokens at or above each ratio
+        fails = (self.u * self.q_d)[:, None] > (1 - mass) * self.p_d[:, None]  # [P, V]
+        edge = levels.gather(-1, fails.to(torch.uint8).argmax(-1, keepdim=True)).squeeze(-1)  # the first failing one
+        own = ratio.gather(-1, self.draft[:, None]).squeeze(-1)
+        return torch.where(fails.any(-1) & (edge > own), edge, own)  # [P]
 
     @cached_property
     def h3(self) -> torch.Tensor:

@@ -3,6 +3,7 @@ tables each layer keeps beside them (colours, labels, the registry's reasons) co
 
 from __future__ import annotations
 
+from dropmatch import cascades
 from dropmatch.config import (
     ACCEPT_REASONS,
     DRAFT_REASONS,
@@ -20,7 +21,7 @@ from viz.theme import OUTPUT_REASONS, REASON_COLORS, REASON_HELP, REASON_LABELS,
 
 
 def test_every_relative_accepts_for_a_declared_reason_and_every_declared_reason_has_a_relative():
-    assert {rel.reason for rel in RELATIVES.values()} == set(RELATIVE_REASONS)
+    assert {rel.reason for rel in RELATIVES.values()} | {cascades.REASON} == set(RELATIVE_REASONS)
 
 
 def test_the_lossless_test_comes_first_then_the_paths_then_the_relatives():

@@ -71,7 +71,8 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     own = decide(rec, cfg["criterion"], cfg.get("knob"))
     if own is None:
         return None
-    return own if cfg.get("mode") == "replace" else bool(rec.lossless) or own
+    alone = cfg.get("mode") == "replace" or RULES[cfg["criterion"]].pi is not None  # a cascade is its own test
+    return own if alone else bool(rec.lossless) or own
 
 
 def shown_numbers(rec: TokenRecord, K: int | None) -> dict[str, float]:

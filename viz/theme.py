@@ -24,6 +24,7 @@ REASON_COLORS = {
     "mars": "#a5f3fc",
     "fly": "#e879f9",
     "ears": "#818cf8",
+    "cascade": "#a0826d",
     "correction": "#fdba74",
     "bonus": "#93c5fd",
     "rejected": "#f87171",
@@ -64,6 +65,8 @@ RULE_COLORS = {
     "mars": "#db2777",
     "fly": "#c026d3",
     "ears": "#4f46e5",
+    "cascade-token": "#92400e",
+    "cascade-opt": "#57534e",
 }
 ACCEPT_COLOR = "#16a34a"
 REJECT_COLOR = "#dc2626"
@@ -83,6 +86,7 @@ REASON_MARKS = {
     "mars": "2",
     "fly": "L",
     "ears": "E",
+    "cascade": "V",
     "correction": "c",
     "bonus": "+",
 }
