@@ -50,6 +50,13 @@ CASES = {
                                  "seed": 6, "gamma": 3, "max_new_tokens": 32}),
     "noisy:ears_sampled": (ONCE, {"method": "relative", "criterion": "ears", "temperature": 0.7, "seed": 3,
                                   "max_new_tokens": 32}),
+    "noisy:cascade_token": (FOX, {"method": "relative", "criterion": "cascade-token", "knob": 0.05,
+                                  "max_new_tokens": 32}),
+    "noisy:cascade_token_sampled": (FOX, {"method": "relative", "criterion": "cascade-token", "knob": 0.3,
+                                          "temperature": 0.7, "seed": 1, "max_new_tokens": 32}),
+    "noisy:cascade_opt": (ADD, {"method": "relative", "criterion": "cascade-opt", "knob": 0.0, "max_new_tokens": 32}),
+    "noisy:cascade_opt_sampled": (FOX, {"method": "relative", "criterion": "cascade-opt", "knob": 0.0,
+                                        "temperature": 0.3, "seed": 2, "max_new_tokens": 32}),
 }  # fmt: skip
 
 
