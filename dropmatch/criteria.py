@@ -63,6 +63,25 @@ def js_majority(stats: PathStats) -> Verdict:
 Numbers = Mapping[str, float]  # a position's numbers, as an explanation reads them (Rule.explain)
 
 
+TARGET_ONLY, COMPARES, PATHS = "reads the target only", "compares draft and target", "reads the dropout paths"
+FAMILIES = (TARGET_ONLY, COMPARES, PATHS)  # the lossy-verification literature's grouping of relaxed rules
+LOSSLESS_FAMILY = "lossless"
+# Each relative's family: what its relaxation reads besides the lossless verdicts (FLy: the target's top-3
+# entropy; TokenV3: p(d) against max p; OPT: max q against max p; EARS: p(d) / q(d) widened by 1 - max p).
+RELATIVE_FAMILIES = {
+    "fuzzy-js": COMPARES,
+    "fuzzy-kl": COMPARES,
+    "fuzzy-tv": COMPARES,
+    "typical": TARGET_ONLY,
+    "top-k": TARGET_ONLY,
+    "mars": TARGET_ONLY,
+    "fly": TARGET_ONLY,
+    "ears": COMPARES,
+    "cascade-token": TARGET_ONLY,
+    "cascade-opt": COMPARES,
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Rule:
     """One registry entry: how it decides, what it reads, its knob, and how the app shows it.
@@ -75,6 +94,8 @@ class Rule:
     explain(numbers, knob): one line on what it read at a position, from the numbers named in `shows`: the
         statistics, and of a record's paths `js_draft`, `threshold` (the largest path JS), `votes_d` (the paths
         voting for d), `votes_top` (the most votes for one token) and `K`, and the record's `target_rank`.
+    family: how the lossy-verification literature groups it (FAMILIES): reads the target only, compares draft
+        and target, or reads the dropout paths. Required, by keyword, of every entry.
     pi: for a rule that verifies against a distribution of its own (the speculative cascades), `pi(evidence,
         knob)` gives it at T > 0, [P, V]: its decision then replaces the lossless test whatever the mode (at T > 0
         u q(d) <= pi(d)), and the correction after its first rejection is drawn from norm(max(pi - q, 0)). None
@@ -90,6 +111,11 @@ class Rule:
     shows: tuple[str, ...]
     knob: Knob | None = None
     pi: Callable[[Evidence, float], torch.Tensor] | None = None
+    family: str
+
+    def __post_init__(self) -> None:
+        if self.family not in (*FAMILIES, LOSSLESS_FAMILY):
+            raise ValueError(f"{self.name}: family must be one of {', '.join(FAMILIES)}; got {self.family!r}")
 
     @property
     def needs_paths(self) -> bool:
@@ -143,6 +169,7 @@ def _dropmatch(name: str, criterion, reads: tuple[str, ...], label: str, explain
         title="DropMatch",
         explain=explain,
         shows=shows,
+        family=PATHS,
     )
 
 
@@ -171,6 +198,7 @@ _RELATIVES = tuple(
         explain=rel.explain,
         shows=rel.reads,
         knob=KNOBS[name],
+        family=RELATIVE_FAMILIES[name],
     )
     for name, rel in RELATIVES.items()
 )
@@ -185,6 +213,7 @@ _CASCADES = tuple(
         shows=cascade.reads,
         knob=KNOBS[name],
         pi=cascade.pi,
+        family=RELATIVE_FAMILIES[name],
     )
     for name, cascade in cascades.CASCADES.items()
 )
@@ -200,6 +229,7 @@ LOSSLESS = Rule(
     title="lossless",
     explain=lambda s, _knob=None: f"target rank of d: {s['target_rank']} (exact match needs 1)",
     shows=("target_rank",),
+    family=LOSSLESS_FAMILY,
 )
 
 

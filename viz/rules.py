@@ -108,7 +108,7 @@ def _setting(entry: Rule, knob: float | None, K, p_drop) -> str:
 
 
 def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = None) -> list[dict]:
-    """One row per rule at a draft record, the lossless test first: name, label, knob, verdict (True / False /
+    """One row per rule at a draft record, the lossless test first: name, label, family, knob, verdict (True / False /
     None) and the statistic read."""
     knobs = dict(knobs or {})
     if trace.config.get("method") == "relative":
@@ -118,6 +118,7 @@ def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = N
         {
             "rule": entry.name,
             "label": entry.label,
+            "family": entry.family,
             "knob": _setting(entry, knobs.get(entry.name), K, p_drop),
             "verdict": decide(rec, entry.name, knobs.get(entry.name)),
             "statistic": statistic(rec, entry.name, knobs.get(entry.name), K),
@@ -146,10 +147,10 @@ def rules_html(trace: Trace | None, rec: TokenRecord | None, knobs: dict[str, fl
         name = html.escape(row["rule"]) + (" <b>(this run)</b>" if row["rule"] == run else "")
         name += f"<br><small>{html.escape(row['label'])}</small>"
         body.append(
-            f"<tr><td>{name}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
+            f"<tr><td>{name}</td><td>{html.escape(row['family'])}</td><td>{html.escape(row['knob'])}</td><td>{chip}</td>"
             f"<td>{html.escape(row['statistic'])}</td></tr>"
         )
-    head = "<tr><th>rule</th><th>knob</th><th>verdict</th><th>what it read</th></tr>"
+    head = "<tr><th>rule</th><th>family</th><th>knob</th><th>verdict</th><th>what it read</th></tr>"
     title = (
         f"<p><b>Every rule at draft {html.escape(show_token(rec.text))}</b> "
         f"(round {rec.round + 1}, position {rec.pos})</p>"
