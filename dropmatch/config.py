@@ -35,11 +35,13 @@ FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies
 SWEEP_METHODS = ("lossless", "dropmatch", "relative")
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # what names one setting of a sweep
 # Why a drafted token is accepted, in order of precedence (when several accept, the first names it): the lossless
-# test, DropMatch's criteria on the paths, the relatives' rules (dropmatch.relatives gives each rule its reason;
-# the three fuzzy rules share one). A drafted position no rule accepts is `rejected`, one after it `skipped`.
+# test; a tie (at T = 0 the draft's target logit equals the argmax's, so exact match rejects it only by index order,
+# and a relaxed rule accepts it: criteria.is_tie); DropMatch's criteria on the paths, the relatives' rules
+# (dropmatch.relatives gives each rule its reason; the three fuzzy rules share one). A drafted position no rule
+# accepts is `rejected`, one after it `skipped`.
 SEMANTIC_REASONS = ("js", "majority", "naive")
 RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars", "fly", "ears", "cascade")
-ACCEPT_REASONS = ("exact", *SEMANTIC_REASONS, *RELATIVE_REASONS)
+ACCEPT_REASONS = ("exact", "tie", *SEMANTIC_REASONS, *RELATIVE_REASONS)
 DRAFT_REASONS = (*ACCEPT_REASONS, "rejected", "skipped")
 
 

@@ -249,6 +249,10 @@ class Reason:
 
 _REASONS = {
     "exact": Reason("exact match", "the draft token is what the lossless test accepts (target top-1 at T = 0)"),
+    "tie": Reason(
+        "tie",
+        "at T = 0 d's target logit equals the argmax's: exact match rejects it only by index order, a rule accepts it",
+    ),
     "js": Reason("JS", "lossless rejects it, but JS(q || centroid) <= max_i JS(p_i || centroid)", "semantic"),
     "majority": Reason("majority", "lossless rejects it, but it is the plurality top-1 of the K paths", "semantic"),
     "naive": Reason("naive", "lossless rejects it, but it is the top-1 of at least one dropout path", "semantic"),
@@ -262,6 +266,13 @@ def accept_reason(lossless: bool, components: dict[str, bool]) -> str | None:
     """Why a position is accepted: the first of ACCEPT_REASONS that holds, or None if none does."""
     held = {"exact": lossless, **components}
     return next((r for r in ACCEPT_REASONS if held.get(r)), None)
+
+
+def is_tie(greedy: bool, accepted: bool | None, lossless: bool | None, rank: int | None, token, argmax) -> bool:
+    """An accepted draft the lossless test rejected only by index order: greedy, d's target rank 1 (no logit above
+    its own) but d not the argmax's index. Read from a record's fields, so traces recorded before the `tie`
+    reason existed count their ties too."""
+    return bool(greedy and accepted and lossless is False and rank == 1 and token != argmax)
 
 
 def accepted_length(accepts: torch.Tensor) -> int:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dropmatch.trace import Trace
+from dropmatch.criteria import is_tie
+from dropmatch.trace import TokenRecord, Trace
 
 # Shown next to every number in the CLI and the app.
 DEFINITIONS = {
@@ -23,7 +24,11 @@ DEFINITIONS = {
     "acceptance_rate": "accepted draft tokens / drafted tokens, sum a_t / sum k_t",
     "per_position": "r_i = share of rounds whose accepted prefix reaches draft position i",
     "histogram": "h[j] = rounds that accepted exactly j drafts (sum h = T)",
-    "relaxed_share": "accepted drafts that lossless would have rejected / accepted drafts",
+    "relaxed_share": "accepted drafts that lossless would have rejected / accepted drafts, ties excluded (a tie is "
+    "counted apart: ties_share)",
+    "ties": "ties accepted: at T = 0 a draft whose target logit equals the argmax's, which exact match rejects only by "
+    "index order, accepted by a relaxed rule (read from the record's rank and argmax, so older traces count too)",
+    "ties_share": "ties / accepted drafts",
     "n_tokens": "N, generated tokens",
     "target_forwards": "T, target verification forwards (rounds)",
     "draft_forwards": "draft model forwards",
@@ -47,23 +52,43 @@ DEFINITIONS = {
     "relaxed_cost_mean": "mean cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked "
     "target, nats (0 = the target's own choice)",
     "relaxed_cost_sum": "total cost of the run's relaxed acceptances, nats",
-    "relaxed_emitted": "relaxed acceptances in the output (drafts lossless would have rejected)",
+    "relaxed_emitted": "relaxed acceptances in the output (drafts lossless would have rejected), ties excluded",
     "mean_logp": "mean log-probability of the emitted tokens under the unmasked target, nats (higher = more "
     "the target's own text)",
 }
 
 
+def greedy(trace: Trace) -> bool:
+    return not trace.config.get("temperature")
+
+
+def tie(trace: Trace, rec: TokenRecord) -> bool:
+    """A tie (criteria.is_tie), from the record's fields: recorded as such, or before the `tie` reason existed."""
+    tied = is_tie(greedy(trace), rec.accepted, rec.lossless, rec.target_rank, rec.token_id, rec.target_argmax)
+    return rec.kind == "draft" and (rec.reason == "tie" or tied)
+
+
+def relaxed(trace: Trace, rec: TokenRecord) -> bool:
+    """An accepted draft lossless rejects, not a tie: what a relaxed rule bought."""
+    return rec.kind == "draft" and bool(rec.accepted) and not rec.lossless and not tie(trace, rec)
+
+
+_ROUND_COLUMNS = ["round", "k", "a", "e", "relaxed", "ties"]
+
+
 def round_stats(trace: Trace) -> pd.DataFrame:
-    """One row per round: k (drafted), a (accepted prefix, uncapped by EOS or length), e (emitted)."""
-    rows = {r.round: {"round": r.round, "k": 0, "a": 0, "e": 0, "relaxed": 0} for r in trace.rounds}
+    """One row per round: k (drafted), a (accepted prefix, uncapped by EOS or length), e (emitted), relaxed
+    acceptances and ties."""
+    rows = {r.round: dict.fromkeys(_ROUND_COLUMNS, 0) | {"round": r.round} for r in trace.rounds}
     for rec in trace.records:
-        row = rows.setdefault(rec.round, {"round": rec.round, "k": 0, "a": 0, "e": 0, "relaxed": 0})
+        row = rows.setdefault(rec.round, dict.fromkeys(_ROUND_COLUMNS, 0) | {"round": rec.round})
         if rec.kind == "draft":
             row["k"] += 1
             row["a"] += bool(rec.accepted)
-            row["relaxed"] += bool(rec.accepted) and not rec.lossless
+            row["relaxed"] += relaxed(trace, rec)
+            row["ties"] += tie(trace, rec)
         row["e"] += rec.emitted
-    return pd.DataFrame(sorted(rows.values(), key=lambda r: r["round"]), columns=["round", "k", "a", "e", "relaxed"])
+    return pd.DataFrame(sorted(rows.values(), key=lambda r: r["round"]), columns=_ROUND_COLUMNS)
 
 
 def repetition_loop(ids: Sequence, min_repeats: int = 3, min_tokens: int = 15) -> tuple[int, int, int] | None:
@@ -89,10 +114,10 @@ def quality(trace: Trace) -> dict:
     """Quality measures of one run from its trace alone: cap-out, repetition loop (and whether a relaxed
     acceptance sits inside it), the cost of the relaxed acceptances and the target's log-probability of the text."""
     emitted = [r for r in trace.records if r.emitted]
-    relaxed = [i for i, r in enumerate(emitted) if r.kind == "draft" and r.accepted and not r.lossless]
+    bought = [i for i, r in enumerate(emitted) if relaxed(trace, r)]
     costs = [
         math.log(emitted[i].p_argmax) - math.log(emitted[i].p)
-        for i in relaxed
+        for i in bought
         if emitted[i].p_argmax is not None and emitted[i].p
     ]
     loop = repetition_loop(trace.token_ids)
@@ -100,7 +125,7 @@ def quality(trace: Trace) -> dict:
     return {
         "capped": int(trace.finish == "length"),
         "loop": int(loop is not None),
-        "loop_relaxed": None if loop is None else int(any(loop[0] <= i < loop[0] + loop[2] for i in relaxed)),
+        "loop_relaxed": None if loop is None else int(any(loop[0] <= i < loop[0] + loop[2] for i in bought)),
         "relaxed_cost_mean": sum(costs) / len(costs) if costs else None,
         "relaxed_cost_sum": sum(costs),
         "relaxed_emitted": len(costs),
@@ -126,6 +151,8 @@ def compute(trace: Trace) -> dict:
         "per_position": [float((rs["a"] >= i).sum() / T) if T else 0.0 for i in range(1, gamma + 1)],
         "histogram": [int((rs["a"] == j).sum()) for j in range(gamma + 1)],
         "relaxed_share": int(rs["relaxed"].sum()) / sum_a if sum_a else 0.0,
+        "ties": int(rs["ties"].sum()),
+        "ties_share": int(rs["ties"].sum()) / sum_a if sum_a else 0.0,
         "n_tokens": N,
         "target_forwards": T,
         "draft_forwards": sum(r.draft_forwards for r in trace.rounds),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from dropmatch.config import RECORDED_STATISTICS
-from dropmatch.criteria import RULES, accept_reason
+from dropmatch.criteria import RULES, accept_reason, is_tie
 from dropmatch.evidence import STATISTICS, Evidence
 from dropmatch.heads import PATH_STATISTICS
 from dropmatch.trace import TokenRecord
@@ -156,6 +156,8 @@ def round_records(
     for j, (row, token) in enumerate(zip(rows.tolist(), tokens)):
         is_draft = j < k
         reason, accepted = _reason(out, j) if is_draft else (out.extra_kind, None)
+        if is_draft and is_tie(ev.u is None, accepted, out.lossless[j], rank[j], token, argmax[j]):
+            reason = "tie"
         emitted = (not is_draft or j < a) and row < len(out.emitted)
         fields = {}
         if is_draft and j in out.checked:

@@ -36,7 +36,7 @@ def test_the_theme_colours_labels_and_explains_every_reason_a_record_can_carry()
     for table in (REASON_COLORS, REASON_LABELS, REASON_HELP):
         assert set(table) == carried
     assert set(OUTPUT_REASONS) == carried - {"rejected", "skipped"}
-    assert set(RELAXED) == set(ACCEPT_REASONS) - {"exact"} == {*SEMANTIC_REASONS, *RELATIVE_REASONS}
+    assert set(RELAXED) == set(ACCEPT_REASONS) - {"exact", "tie"} == {*SEMANTIC_REASONS, *RELATIVE_REASONS}
 
 
 def test_the_sweep_table_and_its_figures_use_the_declared_methods_and_setting_columns():

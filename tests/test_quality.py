@@ -2,6 +2,7 @@
 the target's log-probability of the text, cap-out and the length ratio."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -92,3 +93,19 @@ def test_length_ratio_against_the_baseline():
     short, long_ = trace_of([record(0, 1, 5), record(0, 2, 6)]), trace_of([record(0, j, 5) for j in range(1, 5)])
     assert metrics.compare(long_, short)["length_ratio"] == 2.0
     assert metrics.compare(short, long_)["length_ratio"] == 0.5
+
+
+def test_a_tie_is_counted_apart_from_the_relaxed_acceptances_read_from_the_record_in_old_traces_too():
+    """At T = 0 an accepted draft of target rank 1 that is not the argmax's index is a tie (exact match rejected it
+    by index order alone), whether the record names it (`tie`) or predates the reason (here `js`)."""
+    old_tie = replace(record(0, 1, 11, lossless=False, p=0.4, p_argmax=0.4), target_rank=1, target_argmax=3)
+    named = replace(old_tie, pos=2, token_id=12, reason="tie")
+    relaxed = replace(record(0, 3, 13, lossless=False, p=0.2, p_argmax=0.5), target_rank=2, target_argmax=3)
+    exact = replace(record(0, 4, 3, p=0.5, p_argmax=0.5), target_rank=1, target_argmax=3)
+    greedy = trace_of([old_tie, named, relaxed, exact])
+    m = metrics.compute(greedy)
+    assert (m["ties"], m["ties_share"], m["relaxed_share"]) == (2, 0.5, 0.25)
+    assert m["relaxed_emitted"] == 1 and m["relaxed_cost_mean"] == pytest.approx(math.log(2.5))  # ties cost nothing
+    assert metrics.round_stats(greedy)[["relaxed", "ties"]].values.tolist() == [[1, 2]]
+    sampled = replace(greedy, config={**greedy.config, "temperature": 0.7}, records=[old_tie, relaxed, exact])
+    assert metrics.compute(sampled)["ties"] == 0  # at T > 0 the lossless test is a draw, not an index order

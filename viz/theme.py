@@ -15,6 +15,7 @@ from dropmatch.trace import KINDS
 # One colour per record.reason, reused by every figure and by the coloured output text.
 REASON_COLORS = {
     "exact": "#86efac",
+    "tie": "#15803d",
     "naive": "#fcd34d",
     "js": "#c4b5fd",
     "majority": "#f9a8d4",
@@ -77,6 +78,7 @@ FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
 
 # A letter after each token that was not an exact match: colour is never the only cue (and the legend shows them).
 REASON_MARKS = {
+    "tie": "=",
     "naive": "N",
     "js": "J",
     "majority": "M",
