@@ -33,6 +33,8 @@ from dropmatch.config import (
     PAPER_SETTING,
     PAPER_UNANIMITY,
     SETTINGS,
+    TRUNCATION_CRITERIA,
+    TRUNCATION_KNOBS,
     DecodeConfig,
     bounded_float,
     check_setting,
@@ -84,16 +86,17 @@ SETTING_HELP = {
     "gamma": "draft tokens per round",
     "K": "dropout paths K",
     "p_drop": "dropout rate on the LM-head input",
-    "criterion": "a DropMatch rule on the K paths, or one of its relatives (which takes --knob)",
+    "criterion": "a DropMatch rule on the K paths, one of its relatives, or a truncation sampling of the target alone "
+    "(top-k-sampling, min-p: no draft; greedy target decoding at T = 0); relatives and truncations take --knob",
     "mode": "or: the lossless test OR the criterion accepts a draft; replace: the criterion alone (the same for "
     "a speculative cascade, whose rule is the verification)",
     "temperature": "0 = greedy",
     "max_new_tokens": "tokens to generate at most",
     "seed": "the seed of the dropout masks and of sampling",
-    "knob": "the relative's one setting; defaults: "
-    + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in KNOBS.items()),
+    "knob": "the relative's (or the truncation's) one setting; defaults: "
+    + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in (KNOBS | TRUNCATION_KNOBS).items()),
 }
-CHOICES = {"criterion": CRITERION_NAMES, "mode": MODES}
+CHOICES = {"criterion": (*CRITERION_NAMES, *TRUNCATION_CRITERIA), "mode": MODES}
 
 
 def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: str) -> None:
@@ -162,6 +165,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         "draft_forwards",
         "histogram",
         "relaxed_share",
+        "ties",
     )
     for key in shown:
         value = m[key]
@@ -438,7 +442,8 @@ def _add_generate(sub) -> None:
         "--method",
         default=None,
         choices=METHODS,
-        help="default: the method that runs --criterion (dropmatch, or relative for a relative)",
+        help="default: the method that runs --criterion (dropmatch, relative for a relative, truncation for "
+        "top-k-sampling or min-p)",
     )
     gen.add_argument(
         "--json", default=None, help="write the trace (config, text, ids, records, rounds) and metrics here"
@@ -492,14 +497,15 @@ def _add_sweep(sub) -> None:
         type=_arg(sweep.parse_rule),
         action="append",
         metavar="NAME=V1,V2",
-        help="a relative and its knob values, e.g. typical=0.05,0.09,0.2 (repeat for more relatives); "
-        f"names: {', '.join(KNOBS)}",
+        help="a relative (or a truncation sampling of the target) and its knob values, e.g. typical=0.05,0.09,0.2 "
+        f"or min-p=0.05,0.1 (repeat for more); names: {', '.join(sweep.RULE_KNOBS)}",
     )
     p.add_argument(
         "--methods",
         type=values("method"),
         default=list(sweep.METHODS),
-        help="lossless,dropmatch,relative (default: all three)",
+        help="lossless,dropmatch,relative,truncation (default: all; relatives and truncations run where --rule "
+        "names them)",
     )
     p.add_argument(
         "--design",

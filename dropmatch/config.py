@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 # target: target-only reference; lossless: standard speculative decoding; dropmatch: lossless OR a rule on
-# the K dropout paths; relative: lossless OR one of the relatives' rules (no paths).
-METHODS = ("target", "lossless", "dropmatch", "relative")
+# the K dropout paths; relative: lossless OR one of the relatives' rules (no paths); truncation: the target alone,
+# sampled from its truncated distribution (top-k or min-p sampling, no draft; greedy target decoding at T = 0).
+METHODS = ("target", "lossless", "dropmatch", "relative", "truncation")
+TARGET_ONLY_METHODS = ("target", "truncation")  # the methods that run no draft
 RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptance rule
 MODES = ("or", "replace")
 DRAFT_QUANTS = ("none", "int8")  # the draft's weights: as loaded, or int8 weight-only (dropmatch.quant)
@@ -31,8 +33,9 @@ PAPER_UNANIMITY = 0.984
 PAPER_RELAX_SHARE = {"humaneval": 0.25, "gsm8k": 0.54, "mmlu": 0.25}
 PAPER_JS_SPREAD = (0.0014, 0.031)  # the paper's Table 3: the paths' JS spread max_i JS(p_i || centroid), nats
 FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies, in the order OFAT walks them
-# A sweep's methods, in the order its tables list them: the baseline, the method it varies, the relatives.
-SWEEP_METHODS = ("lossless", "dropmatch", "relative")
+# A sweep's methods, in the order its tables list them: the baseline, the method it varies, the relatives, and
+# truncation sampling of the target alone (the quality reference at T > 0).
+SWEEP_METHODS = ("lossless", "dropmatch", "relative", "truncation")
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # what names one setting of a sweep
 # Why a drafted token is accepted, in order of precedence (when several accept, the first names it): the lossless
 # test; a tie (at T = 0 the draft's target logit equals the argmax's, so exact match rejects it only by index order,
@@ -218,12 +221,27 @@ RECORDED_STATISTICS = (
 )
 NULL_MEANS = {"kl_qp": float("inf")}  # what a null statistic stands for (NaN where not listed)
 CRITERION_NAMES = (*DROPMATCH_CRITERIA, *RELATIVE_CRITERIA)
+# Truncation sampling of the target alone (dropmatch.truncation), as transformers' warpers: temperature first, then
+# top-k keeps the tokens at least as likely as the k-th (ties kept), min-p drops v with p_T(v) < min_p max p_T.
+# Defaults: transformers' top_k 50; min-p 0.1, a common setting (the warper has no default).
+TRUNCATION_KNOBS = {
+    "top-k-sampling": Knob(
+        "k", 50, 1, 1000, "sample from the target's k most likely tokens (ties at the k-th kept); 1 is greedy", True
+    ),
+    "min-p": Knob("min_p", 0.1, 0.0, 1.0, "sample from {v : p_T(v) >= min_p max p_T}; 0 is plain target sampling"),
+}
+TRUNCATION_CRITERIA = tuple(TRUNCATION_KNOBS)
+METHOD_KNOBS = {"relative": KNOBS, "truncation": TRUNCATION_KNOBS}  # the methods whose criterion takes a knob
 
 
 def criterion_method(criterion: str) -> str:
-    """The method that runs a criterion: `dropmatch` for a rule on the paths, `relative` for the others."""
+    """The method that runs a criterion: `dropmatch` for a rule on the paths, `truncation` for a truncation of
+    the target, `relative` for the others."""
+    if criterion in TRUNCATION_CRITERIA:
+        return "truncation"
     if criterion not in CRITERION_NAMES:
-        raise ValueError(f"criterion must be one of {', '.join(CRITERION_NAMES)}; got {criterion!r}")
+        names = ", ".join((*CRITERION_NAMES, *TRUNCATION_CRITERIA))
+        raise ValueError(f"criterion must be one of {names}; got {criterion!r}")
     return "dropmatch" if criterion in DROPMATCH_CRITERIA else "relative"
 
 
@@ -232,15 +250,17 @@ class DecodeConfig:
     """Everything that decides a trace, besides the models and the prompt.
 
     method: `target` (target-only reference), `lossless` (standard speculative decoding),
-        `dropmatch` (K dropout paths on the target's LM head decide semantic acceptance) or `relative`
-        (one of DropMatch's relatives decides: Fuzzy SD, typical acceptance, top-k, MARS).
+        `dropmatch` (K dropout paths on the target's LM head decide semantic acceptance), `relative`
+        (one of DropMatch's relatives decides: Fuzzy SD, typical acceptance, top-k, MARS...) or `truncation`
+        (the target alone, top-k or min-p sampled: the quality reference a relaxed rule must beat at T > 0).
     gamma: draft tokens proposed per round. K, p_drop: dropout paths and their rate.
     criterion: a name in CRITERION_NAMES, of the method's family (DROPMATCH_CRITERIA for `dropmatch`,
-        RELATIVE_CRITERIA for `relative`). mode: `or` accepts a draft token when the lossless test OR
-        the criterion accepts it; `replace` uses the criterion alone (a speculative cascade's rule, which verifies
-        against its own distribution, is the test itself: both modes decode alike).
-    knob: a relative's one setting (KNOBS; None takes its source's default, and the config keeps the
-        value used); None for the other methods.
+        RELATIVE_CRITERIA for `relative`, TRUNCATION_CRITERIA for `truncation`). mode: `or` accepts a draft
+        token when the lossless test OR the criterion accepts it; `replace` uses the criterion alone (a
+        speculative cascade's rule, which verifies against its own distribution, is the test itself: both modes
+        decode alike).
+    knob: a relative's or a truncation's one setting (METHOD_KNOBS; None takes its default, and the config
+        keeps the value used); None for the other methods.
     temperature: 0 is greedy; > 0 samples (lossless uses rejection sampling).
     evidence: compute the K paths at every drafted position and record top-N distributions for
         display; when False, paths are computed only where the decision needs them (faster, the same
@@ -269,20 +289,22 @@ class DecodeConfig:
         for name, allowed in (
             ("method", METHODS),
             ("mode", MODES),
-            ("criterion", CRITERION_NAMES),
+            ("criterion", (*CRITERION_NAMES, *TRUNCATION_CRITERIA)),
             ("draft_quant", (None, *DRAFT_QUANTS)),
         ):
             if getattr(self, name) not in allowed:
                 names = ", ".join(str(a) for a in allowed if a is not None)
                 raise ValueError(f"{name} must be one of {names}; got {getattr(self, name)!r}")
-        if self.method in RELAXED_METHODS and criterion_method(self.criterion) != self.method:
-            family = DROPMATCH_CRITERIA if self.method == "dropmatch" else RELATIVE_CRITERIA
+        if self.method in (*RELAXED_METHODS, "truncation") and criterion_method(self.criterion) != self.method:
+            family = {"dropmatch": DROPMATCH_CRITERIA, "truncation": TRUNCATION_CRITERIA}.get(
+                self.method, RELATIVE_CRITERIA
+            )
             raise ValueError(
                 f"{self.criterion!r} is not a {self.method} criterion; use one of {', '.join(family)} "
                 f"(or method {criterion_method(self.criterion)!r})"
             )
-        if self.method == "relative":
-            knob = KNOBS[self.criterion]
+        if self.method in METHOD_KNOBS:
+            knob = METHOD_KNOBS[self.method][self.criterion]
             value = knob.default if self.knob is None else knob.check(self.knob)
             object.__setattr__(self, "knob", int(value) if knob.integer else value)  # the value used, recorded
         elif self.knob is not None:
@@ -303,7 +325,7 @@ class DecodeConfig:
         for name in set(raw) & set(limits or {}):
             raw[name] = check_setting(name, raw[name], limits)
         knob = raw.pop("knob", None)
-        if method == "relative" and knob not in (None, ""):
+        if method in METHOD_KNOBS and knob not in (None, ""):
             raw["knob"] = knob
         return cls(method=method, **raw)
 

@@ -18,13 +18,14 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from dropmatch.config import RELAXED_METHODS, DecodeConfig, sampling_temperature
+from dropmatch.config import RELAXED_METHODS, TARGET_ONLY_METHODS, DecodeConfig, sampling_temperature
 from dropmatch.criteria import RULES, accepted_length, residual_sample
 from dropmatch.evidence import Evidence
 from dropmatch.heads import TargetHead, dropout_masks, path_logits, position_generator
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.records import Checked, RoundOutcome, round_records
 from dropmatch.trace import RoundRecord, Trace
+from dropmatch.truncation import truncate
 
 
 class _Stage:
@@ -114,7 +115,7 @@ class Decoder:
     def __init__(
         self, pair: ModelPair, config: DecodeConfig, prompt_ids: list[int], prompt: str = "", chat: bool = False
     ):
-        drafting = config.method != "target"
+        drafting = config.method not in TARGET_ONLY_METHODS
         for option in ("draft_quant", "draft_vocab"):
             asked, held = getattr(config, option), getattr(pair, option)
             if drafting and asked is not None and asked != held:
@@ -240,12 +241,14 @@ class Decoder:
             target = self.rule.pi(ev.rows([a]), self.cfg.knob)[0] if own and not greedy else ev.p[a]
             tok = int(ev.target_logits[a].argmax()) if greedy else residual_sample(target, ev.q[a], self.generator)
             return tok, "correction"
-        tok = (
-            int(ev.target_logits[k].argmax())
-            if greedy
-            else int(torch.multinomial(ev.p[k], 1, generator=self.generator))
-        )
+        tok = int(ev.target_logits[k].argmax()) if greedy else self._sample_target(ev.p[k])
         return tok, "bonus" if self.draft is not None else "target"
+
+    def _sample_target(self, p: torch.Tensor) -> int:
+        """A seeded draw from the target's p_T: as it is, or truncated and renormalised (method `truncation`)."""
+        if self.cfg.method == "truncation":
+            p = truncate(p, self.cfg.criterion, self.cfg.knob)
+        return int(torch.multinomial(p, 1, generator=self.generator))
 
     def _emit(self, tokens: list[int]) -> tuple[list[int], str | None]:
         """The round's tokens up to and including an end token, within the room left; and how the run finishes

@@ -12,9 +12,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from dropmatch.config import TARGET_ONLY_METHODS
 from dropmatch.criteria import is_tie
 from dropmatch.trace import TokenRecord, Trace
 
+# What the two target log-prob measures are: proxies that score d by the target's own p(d).
+PROXY_NOTE = (
+    "; a proxy: it scores the target's own p(d), so by construction it favours rules that threshold p(d) (typical, "
+    "top-k, MARS) over rules that compare q with p (DropMatch, Fuzzy SD); the task score (pass@1) is the neutral "
+    "measure"
+)
 # Shown next to every number in the CLI and the app.
 DEFINITIONS = {
     "tau": (
@@ -50,11 +57,11 @@ DEFINITIONS = {
     "loop": "the output holds a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens (1/0)",
     "loop_relaxed": "a repetition loop holds at least one relaxed acceptance (1/0; empty when there is no loop)",
     "relaxed_cost_mean": "mean cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked "
-    "target, nats (0 = the target's own choice)",
+    "target, nats (0 = the target's own choice)" + PROXY_NOTE,
     "relaxed_cost_sum": "total cost of the run's relaxed acceptances, nats",
     "relaxed_emitted": "relaxed acceptances in the output (drafts lossless would have rejected), ties excluded",
     "mean_logp": "mean log-probability of the emitted tokens under the unmasked target, nats (higher = more "
-    "the target's own text)",
+    "the target's own text)" + PROXY_NOTE,
 }
 
 
@@ -139,7 +146,7 @@ def compute(trace: Trace) -> dict:
     T = len(rs)
     N = int(rs["e"].sum())
     sum_k, sum_a = int(rs["k"].sum()), int(rs["a"].sum())
-    gamma = int(trace.config.get("gamma", 0)) if trace.config.get("method") != "target" else 0
+    gamma = int(trace.config.get("gamma", 0)) if trace.config.get("method") not in TARGET_ONLY_METHODS else 0
     wall = sum(r.t_total for r in trace.rounds)
     overhead = sum(r.t_paths + r.t_criteria for r in trace.rounds)
     drafting, verifying = sum(r.t_draft for r in trace.rounds), sum(r.t_target for r in trace.rounds)

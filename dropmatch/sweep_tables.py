@@ -14,7 +14,7 @@ import pandas as pd
 
 from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import centre, compared_rows, knob_of, rule_name, setting_points
+from dropmatch.tradeoff import centre, compared_rows, family_of, knob_of, rule_name, setting_points
 
 # per setting, the median over prompts of each of these (the rest of `summary` pools or averages)
 MEDIANS = (
@@ -63,9 +63,12 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         out[rate] = g[rate].mean()
     out["relaxed_cost_mean"] = g.apply(_relaxed_cost)
     out["mean_logp"] = g["mean_logp"].mean()
+    if "ties" in df:
+        out["ties"] = g["ties"].sum(min_count=1)  # ties accepted, summed over prompts (empty in older sweeps)
     order = ["suite", "gamma", *(c for c in SETTING_COLUMNS if c != "gamma")]
     rank = {method: i for i, method in enumerate(SWEEP_METHODS)}
     out = out.reset_index()
+    out.insert(out.columns.get_loc("knob") + 1, "family", out.apply(rule_name, axis=1).map(family_of))
     out = out.sort_values(order, key=lambda c: c.map(rank) if c.name == "method" else c, ignore_index=True)
     return out.dropna(axis=1, how="all")
 
@@ -111,6 +114,7 @@ def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
         out.append(
             {
                 "rule": rule,
+                "family": family_of(rule),
                 "knob": knob,
                 "problems": len(pairs),
                 "tau": points.loc[(rule, knob), "tau"],

@@ -2,7 +2,8 @@
 
 Input is a sweep's tidy table (one row per prompt x setting, `dropmatch.lab.sweep.load_sweep`). A *rule* is
 one curve: lossless (a point), each DropMatch criterion over p_drop (its knob) at the centre's gamma and K,
-and each relative over its own knob at the same gamma. Every point pools or aggregates its prompts as
+and each relative over its own knob at the same gamma; truncation sampling of the target alone (top-k, min-p)
+over its knob, the quality reference (tau 1: it drafts nothing). Every point pools or aggregates its prompts as
 `MEASURES` says; the Pareto front and the matched-tau comparison read those points. Pure pandas: no model.
 """
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING
+from dropmatch.config import FACTORS, METHOD_KNOBS, PAPER_SETTING
+from dropmatch.criteria import RULES
 from dropmatch.metrics import pooled_tau
 
 
@@ -51,7 +53,8 @@ MEASURES = {
         "mean over runs of the mean log p of emitted tokens under the unmasked target",
     ),
 }
-KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in KNOBS.items()}}
+RULE_KNOBS = {name: knob for knobs in METHOD_KNOBS.values() for name, knob in knobs.items()}  # relatives, truncations
+KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in RULE_KNOBS.items()}}
 
 
 def centre(df: pd.DataFrame) -> dict:
@@ -86,15 +89,31 @@ def compared_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def rule_name(row) -> str:
-    """The curve a setting belongs to: "lossless", "DropMatch js+majority", or the relative's name."""
+    """The curve a setting belongs to: "lossless", "DropMatch js+majority", or the relative's (the truncation's)
+    name."""
     if row["method"] == "dropmatch":
         return f"DropMatch {row['criterion']}"
-    return row["criterion"] if row["method"] == "relative" else row["method"]
+    return row["criterion"] if row["method"] in METHOD_KNOBS else row["method"]
+
+
+TRUNCATION_FAMILY = "the target alone (no draft)"
+
+
+def family_of(rule: str) -> str:
+    """A curve's family (criteria.FAMILIES) from its name (`rule_name`): a rule's own, the target alone for a
+    truncation, empty for lossless."""
+    if rule in METHOD_KNOBS["truncation"]:
+        return TRUNCATION_FAMILY
+    entry = RULES.get(rule.removeprefix("DropMatch "))
+    return entry.family if entry else ""
 
 
 def knob_of(row) -> float:
-    """A setting's position on its curve: p_drop for DropMatch, the knob for a relative, NaN for lossless."""
-    return {"dropmatch": row["p_drop"], "relative": row["knob"]}.get(row["method"], float("nan"))
+    """A setting's position on its curve: p_drop for DropMatch, the knob for a relative or a truncation, NaN for
+    lossless."""
+    if row["method"] == "dropmatch":
+        return row["p_drop"]
+    return row["knob"] if row["method"] in METHOD_KNOBS else float("nan")
 
 
 def _aggregate(rows: pd.DataFrame) -> pd.Series:
@@ -208,8 +227,11 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
             **dm.iloc[0][SHOWN],
         }
     )
+    for _, p in points[points["method"] == "truncation"].iterrows():  # no draft, no speed: the quality reference
+        basis = "the target alone, truncation-sampled (tau 1)"
+        rows.append({"rule": p["rule"], "knob_name": p["knob_name"], "knob": p["knob"], "basis": basis, **p[SHOWN]})
     for rule, curve in points[points["method"] == "relative"].groupby("rule", sort=False):
-        knob = KNOBS[rule]
+        knob = RULE_KNOBS[rule]
         if len(curve) == 1:
             found = (float(curve["knob"].iloc[0]), "the only knob run here")
         else:
@@ -222,5 +244,6 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
             {"rule": rule, "knob_name": knob.name, "knob": found[0], "basis": found[1], **_at_knob(curve, found[0])}
         )
     out = pd.DataFrame(rows)
-    out.insert(3, "tau_target", target)
+    out.insert(1, "family", out["rule"].map(family_of))
+    out.insert(4, "tau_target", target)
     return out.dropna(axis=1, how="all")

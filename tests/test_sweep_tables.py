@@ -61,10 +61,11 @@ def test_summary_has_one_row_per_setting_lossless_first_at_each_gamma(table):
     ]
     assert list(out["prompts"]) == [2, 2, 2, 2]
     assert "score" not in out and "loop_relaxed" not in out  # no setting has a value: the column goes
-    assert list(out.columns[:9]) == [
-        *("suite", "method", "gamma", "K", "p_drop", "criterion", "knob"),
+    assert list(out.columns[:10]) == [
+        *("suite", "method", "gamma", "K", "p_drop", "criterion", "knob", "family"),
         *("prompts", "tau"),
     ]
+    assert list(out["family"]) == ["", "reads the dropout paths", "reads the target only", ""]
 
 
 def test_summary_takes_medians_and_pools_tau_and_the_relaxed_cost(table):

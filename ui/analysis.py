@@ -227,7 +227,12 @@ def _tradeoff_parts(first: dict) -> dict:
     gr.Markdown(
         "#### DropMatch beside its relatives\nEach relative at the knob where its τ equals DropMatch's "
         "(paper setting), and its quality there; below, τ against a quality measure, one curve per rule, "
-        "ringed points on the Pareto front."
+        "ringed points on the Pareto front. Truncation sampling of the target alone (top-k, min-p; a sweep's "
+        "`--rule min-p=...`) is the quality reference at T > 0. The task score (pass@1) is the neutral quality "
+        "measure: the cost of a relaxed acceptance (nats) and the target log-prob of the text are proxies that "
+        "score the target's own p(d), so by construction they favour rules that threshold p(d) (typical, top-k, "
+        "MARS) over rules that compare q with p (DropMatch, Fuzzy SD). The family column groups the rules as the "
+        "lossy-verification literature does."
     )
     a["matched"] = gr.HTML(first["matched"], elem_id="lab-matched")
     a["measure"] = gr.Dropdown(**first["measure"], label="quality measure", elem_id="lab-measure")

@@ -18,7 +18,13 @@ from dropmatch.tradeoff import KNOB_NAMES, MEASURES, centre, held, pareto_front,
 from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420
-COLORS = {"lossless": METHOD_COLORS["lossless"], "dropmatch": METHOD_COLORS["DropMatch"], "relative": "#0d9488"}
+COLORS = {
+    "lossless": METHOD_COLORS["lossless"],
+    "dropmatch": METHOD_COLORS["DropMatch"],
+    "relative": "#0d9488",
+    "truncation": "#b45309",
+}
+KNOBBED = ("relative", "truncation")  # the methods labelled by their criterion and knob
 LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
 
 
@@ -26,7 +32,7 @@ def label(row) -> str:
     """A short name for a setting: "lossless γ5", "DropMatch γ5 K5 p0.3 js+majority" or "typical γ5 epsilon=0.09"."""
     if row["method"] == "lossless":
         return f"lossless γ{int(row['gamma'])}"
-    if row["method"] == "relative":
+    if row["method"] in KNOBBED:
         return f"{row['criterion']} γ{int(row['gamma'])} {KNOB_NAMES[row['criterion']]}={row['knob']:g}"
     return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}"
 
@@ -40,7 +46,7 @@ def short_labels(pts: pd.DataFrame) -> pd.Series:
     def one(row) -> str:
         if row["method"] == "lossless":
             return f"lossless γ{int(row['gamma'])}" if "gamma" in vary else "lossless"
-        if row["method"] == "relative":
+        if row["method"] in KNOBBED:
             return f"{row['criterion']} {row['knob']:g}"
         parts = [str(row[f]) if f == "criterion" else f"{prefix[f]}{row[f]:g}" for f in vary]
         return " ".join(parts) or "DropMatch"
@@ -175,7 +181,7 @@ def category_bars(df: pd.DataFrame) -> go.Figure:
 
 def varied(row, c: dict) -> str:
     """Which factor a setting moves away from the centre: "lossless", "centre", or the factor's name."""
-    if row["method"] in ("lossless", "relative"):
+    if row["method"] in ("lossless", *KNOBBED):
         return row["method"] if row["method"] == "lossless" else str(row["criterion"])
     moved = [f for f in FACTORS if f in c and row[f] != c[f]]
     return moved[0] if len(moved) == 1 else ("centre" if not moved else "+".join(moved))
@@ -290,7 +296,7 @@ def relevant(df: pd.DataFrame) -> list[str]:
         "score_vs_tau": df["score"].notna().any(),
         "category_bars": df["category"].nunique() > 1 and not held(df).empty,
         "lossiness_vs_tau": df["equal_share"].notna().any() and (df["method"] == "dropmatch").any(),
-        "tradeoff": (df["method"] == "relative").any() and bool(tradeoff_measures(df)),
+        "tradeoff": df["method"].isin(KNOBBED).any() and bool(tradeoff_measures(df)),
     }
     return [name for name in FIGURES if shows[name]]
 

@@ -68,6 +68,8 @@ RULE_COLORS = {
     "ears": "#4f46e5",
     "cascade-token": "#92400e",
     "cascade-opt": "#57534e",
+    "top-k-sampling": "#b45309",
+    "min-p": "#7f1d1d",
 }
 ACCEPT_COLOR = "#16a34a"
 REJECT_COLOR = "#dc2626"

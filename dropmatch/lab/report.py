@@ -20,7 +20,7 @@ from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.files import TABLE, read_manifest
 from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.sweep import load_sweep
-from dropmatch.metrics import DEFINITIONS
+from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
 from dropmatch.sweep_tables import paired_scores, per_category, rows_at, summary
 from dropmatch.tradeoff import centre, matched_table
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
@@ -37,7 +37,8 @@ EXTRA_DEFINITIONS = {
     "tau_gain": "tau of the row ÷ tau of lossless on the same prompt and γ, minus 1",
     "speedup": "tokens/s ÷ tokens/s of lossless on the same prompt and γ",
     "speedup_cpu": "as speedup, with tokens per CPU second of the decoding process: fairer on a shared CPU",
-    "score": "the task's own score (HumanEval: the problem's tests pass, 0/1); its mean is pass@1",
+    "score": "the task's own score (HumanEval: the problem's tests pass, 0/1); its mean is pass@1: the neutral "
+    "quality measure (the target log-prob proxies favour rules that threshold p(d))",
 }
 # What each column of the sweep tables means: shown on hover in the report and in the app's Analysis tab.
 COLUMN_DEFINITIONS = (
@@ -47,6 +48,7 @@ COLUMN_DEFINITIONS = (
             "tau",
             "acceptance_rate",
             "relaxed_share",
+            "ties",
             "n_tokens",
             "target_forwards",
             "tokens_per_s",
@@ -60,20 +62,30 @@ COLUMN_DEFINITIONS = (
         "suite": "the prompt suite the row ran on",
         "category": "the prompt's category in its suite",
         "prompt_id": "the prompt's id in its suite",
-        "method": "lossless: exact-match speculative decoding (the baseline); dropmatch: lossless OR the criterion",
+        "method": "lossless: exact-match speculative decoding (the baseline); dropmatch: lossless OR the criterion; "
+        "relative: lossless OR a relative's rule; truncation: the target alone, top-k or min-p sampled (no draft; the "
+        "quality reference a relaxed rule must beat at T > 0, greedy target decoding at T = 0)",
         "gamma": "γ, draft tokens proposed per round",
         "K": "number of Monte Carlo dropout paths on the target's LM head",
         "p_drop": "dropout rate on the LM-head input of each path",
-        "criterion": "the acceptance rule: a DropMatch criterion on the paths, or a relative",
-        "knob": "a relative's one setting (threshold, epsilon, k or theta; dropmatch.config.KNOBS)",
+        "criterion": "the acceptance rule: a DropMatch criterion on the paths, or a relative; or a truncation of the "
+        "target (top-k-sampling, min-p)",
+        "knob": "a relative's or a truncation's one setting (threshold, epsilon, k, theta, min_p...; "
+        "dropmatch.config.METHOD_KNOBS)",
+        "family": "how the lossy-verification literature groups the rule: reads the target only, compares draft and "
+        "target, or reads the dropout paths (the target alone for a truncation; empty for lossless)",
         "length_ratio": "λ, median over prompts of N / N lossless on the same prompt and γ",
         "capped": "share of runs that hit max_new_tokens",
         "loop": "share of runs with a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens",
         "loop_relaxed": "share of looping runs whose loop holds a relaxed acceptance",
         "relaxed_cost_mean": "cost of a relaxed acceptance, log p(target top-1) - log p(d) under the unmasked target "
-        "(nats), pooled over every relaxed acceptance in the output",
-        "mean_logp": "mean over runs of the mean log-probability of the emitted tokens under the unmasked target, nats",
-        "rule": "lossless, a DropMatch criterion, or a relative (Fuzzy SD, typical acceptance, top-k, MARS)",
+        "(nats), pooled over every relaxed acceptance in the output (ties excluded)" + PROXY_NOTE,
+        "mean_logp": "mean over runs of the mean log-probability of the emitted tokens under the unmasked target, nats"
+        + PROXY_NOTE,
+        "ties": "ties accepted, summed over prompts: at T = 0 drafts whose target logit equals the argmax's (exact "
+        "match rejects them only by index order), counted apart from the relaxed acceptances",
+        "rule": "lossless, a DropMatch criterion, a relative (Fuzzy SD, typical acceptance, top-k, MARS, FLy, EARS, "
+        "the speculative cascades), or a truncation sampling of the target (top-k-sampling, min-p)",
         "knob_name": "the name of the rule's knob",
         "tau_target": (
             "pooled tau of DropMatch at the reference setting (K 5, p_drop 0.3, js+majority): the tau matched"
@@ -161,6 +173,10 @@ def _definitions() -> str:
         "tau_gain",
         "speedup_cpu",
         "score",
+        "ties",
+        "relaxed_cost_mean",
+        "mean_logp",
+        "family",
     ]
     return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(COLUMN_DEFINITIONS[k])}</li>" for k in names) + "</ul>"
 
@@ -190,8 +206,9 @@ def _figure_html(figure, div_id: str, inline_js: bool) -> str:
 
 
 def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    """The matched-tau table and one speed / quality figure per measure, where the sweep ran relatives."""
-    if not (part["method"] == "relative").any():
+    """The matched-tau table and one speed / quality figure per measure, where the sweep ran relatives (or
+    truncations of the target, the quality reference)."""
+    if not part["method"].isin(("relative", "truncation")).any():
         return ""
     out = [f"<h3>DropMatch beside its relatives</h3><p class=note>{MATCHED_NOTE}</p>"]
     matched = matched_table(part)

@@ -24,24 +24,27 @@ from tqdm.auto import tqdm
 from dropmatch.config import (
     DROPMATCH_CRITERIA,
     FACTORS,
-    KNOBS,
+    METHOD_KNOBS,
     PAPER_SETTING,
     SETTING_COLUMNS,
     SWEEP_METHODS,
     DecodeConfig,
     check_setting,
+    criterion_method,
 )
 from dropmatch.decode import stream
 from dropmatch.lab.files import CELLS, read_cell_rows, read_manifest, write_manifest
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
 from dropmatch.metrics import compute, divergence
 
-METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, and the relatives
+METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, the relatives and truncation sampling
+RULE_KNOBS = {name: knob for knobs in METHOD_KNOBS.values() for name, knob in knobs.items()}  # what --rule takes
 QUALITY = ("capped", "loop", "loop_relaxed", "relaxed_cost_mean", "relaxed_cost_sum", "relaxed_emitted", "mean_logp")
 METRICS = (
     "tau",
     "acceptance_rate",
     "relaxed_share",
+    "ties",
     "n_tokens",
     "target_forwards",
     "drafted",
@@ -96,15 +99,17 @@ def parse_values(text: str, factor: str) -> list:
 
 
 def parse_rule(text: str) -> tuple[str, list[float]]:
-    """A relative and its knob values: "typical=0.05,0.09,0.2" -> ("typical", [0.05, 0.09, 0.2]), each checked."""
+    """A relative (or a truncation of the target) and its knob values: "typical=0.05,0.09,0.2" -> ("typical",
+    [0.05, 0.09, 0.2]), "min-p=0.05,0.1", each checked."""
     name, sep, values = str(text).partition("=")
     name = name.strip()
-    if not sep or name not in KNOBS:
-        raise ValueError(f"rule: expected NAME=V1,V2,... with NAME one of {', '.join(KNOBS)}; got {text!r}")
+    if not sep or name not in RULE_KNOBS:
+        raise ValueError(f"rule: expected NAME=V1,V2,... with NAME one of {', '.join(RULE_KNOBS)}; got {text!r}")
     parts = [v.strip() for v in values.split(",")]
+    knob = RULE_KNOBS[name]
     if not all(parts):
-        raise ValueError(f"rule {name}: expected a comma-separated list of {KNOBS[name].name} values, got {values!r}")
-    return name, list(dict.fromkeys(KNOBS[name].check(v) for v in parts))
+        raise ValueError(f"rule {name}: expected a comma-separated list of {knob.name} values, got {values!r}")
+    return name, list(dict.fromkeys(knob.check(v) for v in parts))
 
 
 def parse_centre(text: str) -> dict:
@@ -121,7 +126,8 @@ def parse_centre(text: str) -> dict:
 @dataclass(frozen=True)
 class Setting:
     """One column of the sweep: lossless needs only gamma; DropMatch adds K, p_drop and the criterion; a
-    relative adds its criterion and knob."""
+    relative or a truncation of the target adds its criterion and knob (a truncation drafts nothing: its gamma
+    only pairs it with its lossless baseline)."""
 
     method: str
     gamma: int
@@ -134,7 +140,7 @@ class Setting:
         parts = [suite, prompt_id, self.method, f"g{self.gamma}"]
         if self.method == "dropmatch":
             parts += [f"K{self.K}", f"p{self.p_drop:g}", str(self.criterion)]
-        elif self.method == "relative":
+        elif self.method in METHOD_KNOBS:
             parts += [f"{self.criterion}={self.knob:g}"]
         return "|".join(parts)
 
@@ -149,8 +155,8 @@ def design_settings(
     """Settings of a design: lossless once per gamma first, then the DropMatch points, then the relatives.
 
     grid maps a factor to its values (a missing factor stays at the centre). `ofat` = the centre plus each
-    factor varied alone; `grid` = the full cross product. rules maps a relative to its knob values; each
-    runs at the centre's gamma.
+    factor varied alone; `grid` = the full cross product. rules maps a relative (or a truncation of the target)
+    to its knob values; each runs at the centre's gamma.
     """
     values = {f: list(grid.get(f) or [centre[f]]) for f in FACTORS}
     if design == "grid":
@@ -163,18 +169,15 @@ def design_settings(
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {', '.join(METHODS)}; got {', '.join(methods)}")
     relatives = [
-        Setting("relative", centre["gamma"], criterion=name, knob=knob)
+        Setting(criterion_method(name), centre["gamma"], criterion=name, knob=knob)
         for name, knobs in (rules or {}).items()
         for knob in knobs
+        if criterion_method(name) in methods
     ]
     gammas = [p["gamma"] for p in points] + [centre["gamma"]] * bool(relatives)  # every rule needs its baseline
     lossless = [Setting("lossless", g) for g in dict.fromkeys(gammas)]
     dropmatch = list(dict.fromkeys(Setting("dropmatch", **p) for p in points))
-    return (
-        (lossless if "lossless" in methods else [])
-        + (dropmatch if "dropmatch" in methods else [])
-        + (relatives if "relative" in methods else [])
-    )
+    return (lossless if "lossless" in methods else []) + (dropmatch if "dropmatch" in methods else []) + relatives
 
 
 # ---- the resumable runner -----------------------------------------------------------------------

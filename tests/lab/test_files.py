@@ -36,7 +36,7 @@ def test_the_recorded_manifests_and_logs_read_back(folder):
         (json.dumps({"s": GOOD_ENTRY | {"run": {"max_new_tokens": 8, "sede": 0}}}), r"s\.run: unknown field 'sede'"),
         (
             json.dumps({"s": GOOD_ENTRY | {"design": {"design": "ofat", "methods": ["greedy"]}}}),
-            r"s\.design\.methods\[0\]: must be one of lossless, dropmatch, relative, got 'greedy'",
+            r"s\.design\.methods\[0\]: must be one of lossless, dropmatch, relative, truncation, got 'greedy'",
         ),
         (json.dumps({"s": GOOD_ENTRY | {"design": {"grid": {}}}}), r"s\.design\.design: missing"),
     ],
