@@ -80,7 +80,8 @@ def _settings() -> dict:
             CRITERION_CHOICES,
             value=DEFAULTS["criterion"],
             label="criterion",
-            info="DropMatch on the K paths, or one of its relatives",
+            info="DropMatch on the K paths (reads the dropout paths), or a relative that reads the target only or "
+            "compares draft and target (each rule's family: the inspector's every-rule table)",
             scale=2,
         )
         c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its default", elem_id="knob")
