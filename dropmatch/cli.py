@@ -40,7 +40,7 @@ from dropmatch.config import (
     check_setting,
     criterion_method,
 )
-from dropmatch.decode import generate
+from dropmatch.decode import cpu_bf16, cpu_name, generate
 from dropmatch.lab import bench, calibrate, headbench, report, suites, sweep
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
@@ -243,9 +243,12 @@ def _cmd_headbench(args: argparse.Namespace) -> int:
 
 # ---- sweep and report -----------------------------------------------------------------------------
 def _environment(args) -> dict:
-    """Where the timings come from: library versions, device, threads, niceness, CPU count."""
+    """Where the timings come from: library versions, device, the CPU (and whether it has bf16 arithmetic),
+    threads, niceness, the usable CPUs."""
     usable = sorted(os.sched_getaffinity(0))
     return {
+        "cpu": cpu_name(),
+        "cpu_bf16": cpu_bf16(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "python": platform.python_version(),

@@ -74,16 +74,27 @@ def environment(pair: ModelPair) -> dict:
         "dtype": str(pair.target.dtype).removeprefix("torch."),
         "torch": torch.__version__,
         "machine": platform.machine(),
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
     }
 
 
-def _cpu_name() -> str:
+def _cpuinfo() -> list[str]:
     try:
-        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
     except OSError:
-        return platform.processor() or "unknown"
-    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "unknown")
+        return []
+
+
+def cpu_name() -> str:
+    """The CPU's model name (bf16 rounds differently, and runs at a different speed, from one CPU to another)."""
+    name = next((ln.split(":", 1)[1].strip() for ln in _cpuinfo() if ln.startswith("model name")), None)
+    return name or platform.processor() or "unknown"
+
+
+def cpu_bf16() -> bool:
+    """Whether the CPU multiplies bf16 natively (AVX512-BF16 or AMX-BF16); elsewhere torch emulates it, ~5x slower."""
+    flags = next((ln.split(":", 1)[1].split() for ln in _cpuinfo() if ln.startswith("flags")), [])
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
 class Timer:
