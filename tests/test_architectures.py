@@ -99,6 +99,7 @@ def test_recorded_p_is_the_models_own_softmax(family):
 
 
 def test_lossless_equals_own_greedy_and_p_drop_zero_equals_lossless(family):
+    """T 0 (greedy), on every architecture family."""
     ids = encode_prompt(family.tokenizer, PROMPT)
     lossless = generate(family, PROMPT, DecodeConfig(method="lossless", max_new_tokens=N))
     assert lossless.token_ids == own_greedy(family.target, ids, N)[: len(lossless.token_ids)]

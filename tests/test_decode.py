@@ -38,6 +38,7 @@ def test_lossless_greedy_equals_target_greedy(tiny_pair, prompt):
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_p_drop_zero_or_mode_equals_lossless(tiny_pair, prompt):
+    """T 0 (greedy): with nothing dropped every path is the unmasked head, so no DropMatch rule relaxes."""
     lossless = generate(tiny_pair, prompt, cfg(method="lossless"))
     for criterion in ("js+majority", "naive", "js"):
         dm = generate(tiny_pair, prompt, cfg(method="dropmatch", p_drop=0.0, criterion=criterion, evidence=True))
@@ -255,7 +256,8 @@ def test_replace_mode_labels_accepts_by_the_criterion_and_evidence_marks_skipped
 @pytest.mark.parametrize("criterion, knob", [("top-k", 1), ("mars", 1.0)])
 @pytest.mark.parametrize("mode", ["or", "replace"])
 def test_a_relative_that_relaxes_nothing_reproduces_lossless(noisy_pair, criterion, knob, mode):
-    """top-k with k = 1 and MARS with theta = 1 accept exactly the target's top-1: lossless, in either mode."""
+    """T 0 (greedy): top-k with k = 1 and MARS with theta = 1 relax nothing: lossless, in either mode (at T 0.7:
+    tests/test_sampling_rules.py)."""
     lossless = generate(noisy_pair, PROMPTS[0], cfg(method="lossless"))
     trace = generate(noisy_pair, PROMPTS[0], cfg(method="relative", criterion=criterion, knob=knob, mode=mode))
     assert trace.token_ids == lossless.token_ids

@@ -67,6 +67,7 @@ def test_lossless_with_the_int8_draft_equals_target_greedy(lean_pair, prompt):
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_p_drop_zero_equals_lossless_with_the_int8_draft(lean_pair, prompt):
+    """T 0 (greedy), the int8 draft: p_drop 0 relaxes nothing."""
     lossless = generate(lean_pair, prompt, DecodeConfig(method="lossless", max_new_tokens=24))
     dm = generate(lean_pair, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, max_new_tokens=24))
     assert dm.token_ids == lossless.token_ids
