@@ -140,6 +140,27 @@ def quality(trace: Trace) -> dict:
     }
 
 
+def relaxed_tokens(trace: Trace) -> list[list]:
+    """Each relaxed acceptance of the output, where it sits and what it cost: [index among the emitted tokens,
+    character offset in the output text, the token's text, its reason, cost in nats (None where p is missing)].
+
+    The offsets add up the records' own pieces of text (one per emitted token, decode's incremental pieces), so
+    text[offset:offset + len(piece)] is the token; a sweep keeps these to class relaxations by token kind later.
+    """
+    out, offset = [], 0
+    for i, rec in enumerate(r for r in trace.records if r.emitted):
+        if relaxed(trace, rec):
+            cost = math.log(rec.p_argmax) - math.log(rec.p) if rec.p_argmax is not None and rec.p else None
+            out.append([i, offset, rec.text, rec.reason, cost])
+        offset += len(rec.text)
+    return out
+
+
+def emitted_reasons(trace: Trace) -> str:
+    """The reason of every emitted token, space-joined, aligned with `trace.token_ids`."""
+    return " ".join(r.reason for r in trace.records if r.emitted)
+
+
 def compute(trace: Trace) -> dict:
     """All scalar metrics of one trace (plain Python values), speed and quality."""
     rs = round_stats(trace)

@@ -109,3 +109,21 @@ def test_a_tie_is_counted_apart_from_the_relaxed_acceptances_read_from_the_recor
     assert metrics.round_stats(greedy)[["relaxed", "ties"]].values.tolist() == [[1, 2]]
     sampled = replace(greedy, config={**greedy.config, "temperature": 0.7}, records=[old_tie, relaxed, exact])
     assert metrics.compute(sampled)["ties"] == 0  # at T > 0 the lossless test is a draw, not an index order
+
+
+def test_relaxed_tokens_name_where_each_relaxed_acceptance_sits_and_its_cost():
+    recs = [
+        replace(record(0, 1, 11, p=0.8, p_argmax=0.8), text="def"),  # exact
+        replace(record(0, 2, 12, lossless=False, p=0.2, p_argmax=0.5), text=" foo"),  # relaxed at offset 3
+        replace(record(0, 3, 13, accepted=False, lossless=False, emitted=False), text=" x"),  # rejected: not emitted
+        replace(record(0, 3, 15, kind="correction"), text="("),
+        replace(record(1, 1, 16, lossless=False, p=0.1, p_argmax=0.4), text="a"),  # relaxed at offset 8
+    ]
+    trace = trace_of(recs)
+    text = "".join(r.text for r in recs if r.emitted)
+    got = metrics.relaxed_tokens(trace)
+    assert [g[:4] for g in got] == [[1, 3, " foo", "js"], [3, 8, "a", "js"]]
+    assert [text[o : o + len(t)] for _, o, t, _, _ in got] == [" foo", "a"]
+    assert [g[4] for g in got] == pytest.approx([math.log(2.5), math.log(4)])
+    assert metrics.emitted_reasons(trace).split() == ["exact", "js", "correction", "js"]
+    assert len(metrics.emitted_reasons(trace).split()) == len(trace.token_ids)

@@ -35,7 +35,7 @@ from dropmatch.config import (
 from dropmatch.decode import stream
 from dropmatch.lab.files import CELLS, read_cell_rows, read_manifest, write_manifest
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
-from dropmatch.metrics import compute, divergence
+from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
 
 METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, the relatives and truncation sampling
 RULE_KNOBS = {name: knob for knobs in METHOD_KNOBS.values() for name, knob in knobs.items()}  # what --rule takes
@@ -72,6 +72,8 @@ COLUMNS = (
     "score_result",
     "output_ids",
     "text",
+    "reasons",
+    "relaxed_tokens",
 )
 DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share", "length_ratio")
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
@@ -275,7 +277,8 @@ def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0)
         if item.problem is not None:
             result = score_completion(item.problem, truncate_completion(text), timeout)
             row |= {"score": float(result["passed"]), "score_result": result["result"]}
-        return row | {"output_ids": " ".join(map(str, trace.token_ids)), "text": text}
+        row |= {"output_ids": " ".join(map(str, trace.token_ids)), "text": text}
+        return row | {"reasons": emitted_reasons(trace), "relaxed_tokens": relaxed_tokens(trace)}
 
     return run
 

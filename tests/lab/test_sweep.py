@@ -309,6 +309,12 @@ def test_relatives_sweep_on_the_tiny_pair_and_its_report(noisy_pair, tmp_path):
     assert (exact["equal_share"] == 1).all() and (exact["relaxed_share"] == 0).all() and exact["loop"].notna().all()
     loose = df[(df["criterion"] == "top-k") & (df["knob"] == 50)]
     assert (loose["relaxed_emitted"] > 0).any() and loose["relaxed_cost_mean"].notna().any()
+    for _, row in df.iterrows():  # every cell keeps its per-token reasons and where each relaxation sits
+        reasons = row["reasons"].split()
+        assert len(reasons) == len(row["output_ids"].split())
+        assert len(row["relaxed_tokens"]) == row["relaxed_emitted"]
+        assert all(reasons[i] == reason for i, _, _, reason, _ in row["relaxed_tokens"])
+    assert (exact["relaxed_tokens"].map(len) == 0).all() and (loose["relaxed_tokens"].map(len) > 0).any()
     assert df["length_ratio"].notna().all() and df["mean_logp"].lt(0).all()
     page = render(df, {})
     assert "DropMatch beside its relatives" in page and "tau_target" in page and "s-tradeoff-" in page
