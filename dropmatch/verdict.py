@@ -1,0 +1,223 @@
+"""The verdict's tables: is a relaxed acceptance worth it? Every rule's task score against lossless and against every
+other rule, problem by problem, and the headline (the fastest setting of each rule that keeps pass@1 within the
+field's bar of lossless).
+
+Input is a sweep's tidy table with a task score (HumanEval; `dropmatch.lab.sweep.load_sweep`). The field's bar for
+"quality kept" is pass@1 within 2 of HumanEval's 164 problems of exact decoding; on a partial recording the same
+share of the problems run (`BAR_PROBLEMS / BAR_OF`). Intervals are paired bootstrap intervals over problems; tests
+are exact McNemar tests on the discordant problems. Pure pandas and numpy: no model.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from dropmatch.sweep_tables import mcnemar_p
+from dropmatch.tradeoff import RULE_KNOBS, compared_rows, family_of, knob_of, matched_knob, rule_name, setting_points
+
+BAR_PROBLEMS, BAR_OF = 2, 164  # within 2 of HumanEval's 164 problems of exact decoding: the field's bar
+BOOTSTRAP = 10_000  # resamples of the problems for an interval
+REFERENCE_P_DROPS = (0.1, 0.3)  # DropMatch's taus at which every rule's pass@1 is read in the headline
+
+
+def bar_share() -> float:
+    """The bar as a pass@1 difference: 2 / 164 (1.22 points)."""
+    return BAR_PROBLEMS / BAR_OF
+
+
+def paired_bootstrap(base, other, resamples: int = BOOTSTRAP, level: float = 0.95, seed: int = 0) -> tuple:
+    """The (low, high) percentile interval of mean(other) - mean(base) over problems resampled with replacement
+    (the two scores of a problem stay together). NaN for no problems."""
+    d = np.asarray(other, float) - np.asarray(base, float)
+    if d.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)  # [resamples]
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The scored rows of the settings that ran every problem lossless ran (at the compared gamma), and one row per
+    setting still in progress (rule, knob, problems run, problems lossless ran): a recording made in parts is
+    judged only on settings that are whole, so every tau and pass@1 of the verdict covers the same problems."""
+    rows = compared_rows(df.dropna(subset=["score"]))
+    names = pd.DataFrame({"rule": rows.apply(rule_name, axis=1), "knob": rows.apply(knob_of, axis=1)}, index=rows.index)
+    problems = set(rows.loc[rows["method"] == "lossless", "prompt_id"])
+    counts = (
+        names.assign(prompt_id=rows["prompt_id"])
+        .groupby(["rule", "knob"], dropna=False, sort=False)["prompt_id"]
+        .agg(lambda ids: len(problems & set(ids)))
+    )
+    whole = {key for key, n in counts.items() if n == len(problems) and problems}
+    keep = np.array([r == "lossless" or (r, k) in whole for r, k in zip(names["rule"], names["knob"])], bool)
+    kept = rows[keep & rows["prompt_id"].isin(problems).to_numpy()]
+    partial = [
+        {"rule": r, "knob": k, "problems": n, "of": len(problems)}
+        for (r, k), n in counts.items()
+        if r != "lossless" and (r, k) not in whole
+    ]
+    return kept, pd.DataFrame(partial, columns=["rule", "knob", "problems", "of"])
+
+
+def scores_by_setting(df: pd.DataFrame) -> pd.DataFrame:
+    """Problems x settings: the task score (0/1) of every scored setting at the compared gamma, one column per
+    (rule, knob) pair (lossless's knob NaN)."""
+    rows = compared_rows(df.dropna(subset=["score"]))
+    rows = rows.assign(rule=rows.apply(rule_name, axis=1), knob=rows.apply(knob_of, axis=1))
+    return rows.pivot_table(index="prompt_id", columns=["rule", "knob"], values="score", dropna=False)
+
+
+def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
+    """One setting's scores; lossless's column has knob NaN, which pandas cannot look up by equality."""
+    cols = [c for c in scores.columns if c[0] == rule and (c[1] == knob or (pd.isna(c[1]) and pd.isna(knob)))]
+    return scores[cols[0]]
+
+
+def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
+    """Every setting against lossless on the problems both ran: pass@1, its difference with the paired bootstrap
+    95% interval, problems lost and gained and the exact McNemar p; tau, lambda, cap-out, loops, ties and the
+    cost proxy beside them (setting_points)."""
+    scores, points = scores_by_setting(df), setting_points(df.dropna(subset=["score"]))
+    if "lossless" not in scores.columns.get_level_values(0):
+        return pd.DataFrame()
+    base = _column(scores, "lossless", float("nan"))
+    ties = compared_rows(df).assign(rule=lambda d: d.apply(rule_name, axis=1), knob=lambda d: d.apply(knob_of, axis=1))
+    ties = ties.groupby(["rule", "knob"], dropna=False)["ties"].sum(min_count=1) if "ties" in ties else None
+    out = []
+    for _, p in points[points["method"] != "lossless"].iterrows():
+        mine = _column(scores, p["rule"], p["knob"])
+        both = pd.concat([base, mine], axis=1, keys=["base", "mine"]).dropna()
+        lost = int(((both["base"] == 1) & (both["mine"] == 0)).sum())
+        gained = int(((both["base"] == 0) & (both["mine"] == 1)).sum())
+        low, high = paired_bootstrap(both["base"], both["mine"])
+        out.append(
+            {
+                "rule": p["rule"],
+                "family": family_of(p["rule"]),
+                "knob_name": p["knob_name"],
+                "knob": p["knob"],
+                "problems": len(both),
+                "tau": p["tau"],
+                "score": both["mine"].mean(),
+                "score_lossless": both["base"].mean(),
+                "score_diff": both["mine"].mean() - both["base"].mean(),
+                "diff_low": low,
+                "diff_high": high,
+                "lost": lost,
+                "gained": gained,
+                "mcnemar_p": mcnemar_p(lost, gained),
+                "within_bar": both["mine"].mean() - both["base"].mean() >= -bar_share() - 1e-12,
+                "length_ratio": p["length_ratio"],
+                "capped": p["capped"],
+                "loop": p["loop"],
+                "ties": ties.get((p["rule"], p["knob"])) if ties is not None else None,
+                "relaxed_cost_mean": p["relaxed_cost_mean"],
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def nearest_settings(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
+    """Each rule's measured setting whose pooled tau is nearest `target_tau` (lossless is its one point)."""
+    points = setting_points(df.dropna(subset=["score"]))
+    if points.empty:
+        return points
+    gap = (points["tau"] - target_tau).abs()
+    return points.loc[gap.groupby(points["rule"]).idxmin()].reset_index(drop=True)
+
+
+def rule_pairs(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
+    """Every pair of rules, each at its setting nearest `target_tau`: on the problems both ran, how many the first
+    solves and the second does not (a_only) and the reverse (b_only), with the exact McNemar p."""
+    scores, chosen = scores_by_setting(df), nearest_settings(df, target_tau)
+    out = []
+    for (_, a), (_, b) in itertools.combinations(chosen.iterrows(), 2):
+        both = pd.concat(
+            [_column(scores, a["rule"], a["knob"]), _column(scores, b["rule"], b["knob"])], axis=1, keys=["a", "b"]
+        ).dropna()
+        a_only = int(((both["a"] == 1) & (both["b"] == 0)).sum())
+        b_only = int(((both["a"] == 0) & (both["b"] == 1)).sum())
+        out.append(
+            {
+                "rule_a": a["rule"],
+                "knob_a": a["knob"],
+                "tau_a": a["tau"],
+                "rule_b": b["rule"],
+                "knob_b": b["knob"],
+                "tau_b": b["tau"],
+                "problems": len(both),
+                "score_a": both["a"].mean(),
+                "score_b": both["b"].mean(),
+                "a_only": a_only,
+                "b_only": b_only,
+                "mcnemar_p": mcnemar_p(a_only, b_only),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, str]:
+    """A rule's pass@1 at a given tau: measured there, or interpolated between the two knobs whose taus bracket
+    it; NaN with the range reached when no pair brackets it."""
+    at = curve[np.isclose(curve["tau"], tau, rtol=0, atol=1e-9)]
+    if len(at):
+        return float(at["score"].iloc[0]), "measured there"
+    integer = RULE_KNOBS[rule].integer if rule in RULE_KNOBS else False
+    found = matched_knob(curve, tau, integer)
+    if found is None:
+        return float("nan"), f"not reached (tau {curve['tau'].min():.2f}-{curve['tau'].max():.2f})"
+    pts = curve.sort_values("knob")
+    knob = found[0]
+    score = float(np.interp(knob, pts["knob"].to_numpy(float), pts["score"].to_numpy(float)))
+    return score, found[1]
+
+
+def headline(df: pd.DataFrame, p_drops=REFERENCE_P_DROPS) -> pd.DataFrame:
+    """Per rule: the largest measured tau whose pass@1 stays within the bar of lossless (on the same problems), and
+    the rule's pass@1 at DropMatch's tau at each reference p_drop (js+majority, K and gamma at the centre)."""
+    table = against_lossless(df)
+    if table.empty:
+        return table
+    points = setting_points(df.dropna(subset=["score"]))
+    dm = points[points["rule"] == "DropMatch js+majority"]
+    taus = {p: dm.loc[np.isclose(dm["knob"], p), "tau"] for p in p_drops}
+    taus = {p: float(t.iloc[0]) for p, t in taus.items() if len(t)}
+    lossless = points[points["method"] == "lossless"].iloc[0]
+    out = [{"rule": "lossless", "family": "", "settings": 1, "best_tau_within_bar": lossless["tau"], "knob": None}]
+    out[0] |= {f"score_at_p{p:g}": lossless["score"] for p in taus} | {"score_lossless": lossless["score"]}
+    for rule, rows in table.groupby("rule", sort=False):
+        kept = rows[rows["within_bar"]]
+        best = kept.loc[kept["tau"].idxmax()] if len(kept) else None
+        row = {
+            "rule": rule,
+            "family": rows["family"].iloc[0],
+            "settings": len(rows),
+            "best_tau_within_bar": best["tau"] if best is not None else float("nan"),
+            "knob": best["knob"] if best is not None else None,
+            "score_lossless": rows["score_lossless"].iloc[0],
+        }
+        curve = points[points["rule"] == rule]
+        for p, tau in taus.items():
+            row[f"score_at_p{p:g}"], row[f"basis_p{p:g}"] = _score_at_tau(curve, tau, rule)
+        out.append(row)
+    result = pd.DataFrame(out)
+    for p, tau in taus.items():
+        result.insert(len(result.columns), f"tau_at_p{p:g}", tau)
+    return result
+
+
+def within_bar_band(score_lossless: float) -> tuple[float, float]:
+    """The pass@1 band the bar allows around lossless, clipped to [0, 1]."""
+    return max(0.0, score_lossless - bar_share()), min(1.0, score_lossless + bar_share())
+
+
+def problems_note(n: int) -> str:
+    """How the bar reads at n problems: "2 of 164" on all of HumanEval, its share of n otherwise."""
+    if n == BAR_OF:
+        return f"within {BAR_PROBLEMS} of {BAR_OF} problems"
+    return f"within {BAR_PROBLEMS}/{BAR_OF} of the problems ({BAR_PROBLEMS * n / BAR_OF:.2g} of {n}), a partial run"

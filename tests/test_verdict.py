@@ -1,0 +1,156 @@
+"""The verdict's tables on handmade score tables with known answers: the paired bootstrap interval, every setting
+against lossless, rule against rule at a matched tau, the headline (the largest tau within the field's bar), and
+a recording in parts judged on its whole settings only."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dropmatch import verdict
+from dropmatch.sweep_tables import mcnemar_p
+
+DM = {"K": 5, "criterion": "js+majority"}
+
+
+def rows(method, tau, scores, **setting) -> list[dict]:
+    """One setting's rows, one per problem with the given 0/1 scores; pooled tau = 60 N over 60 / tau forwards."""
+    base = {"method": method, "gamma": 5, "K": None, "p_drop": None, "criterion": None, "knob": None} | setting
+    return [
+        base
+        | {
+            "prompt_id": f"HumanEval/{i}",
+            "n_tokens": 60,
+            "target_forwards": 60 / tau,
+            "speedup": 1.0,
+            "speedup_cpu": 1.0,
+            "score": float(s),
+            "equal_share": 1.0,
+            "length_ratio": 1.0,
+            "loop": 0.0,
+            "loop_relaxed": np.nan,
+            "capped": 0.0,
+            "relaxed_cost_sum": 1.0,
+            "relaxed_emitted": 1,
+            "mean_logp": -0.2,
+            "ties": 0,
+        }
+        for i, s in enumerate(scores)
+    ]
+
+
+N = 164
+BASE = [1] * 120 + [0] * 44  # lossless solves 120 of 164
+
+
+def flip(scores, lose=0, gain=0):
+    """`scores` with the first `lose` solved problems failed and the first `gain` failed problems solved."""
+    out, solved, failed = (
+        list(scores),
+        [i for i, s in enumerate(scores) if s],
+        [i for i, s in enumerate(scores) if not s],
+    )
+    for i in solved[:lose]:
+        out[i] = 0
+    for i in failed[:gain]:
+        out[i] = 1
+    return out
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    return pd.DataFrame(
+        rows("lossless", 4.8, BASE)
+        + rows("dropmatch", 5.0, flip(BASE, lose=2), p_drop=0.1, **DM)  # 2 lost: on the bar
+        + rows("dropmatch", 5.4, flip(BASE, lose=6, gain=1), p_drop=0.3, **DM)  # 5 net lost: off it
+        + rows("relative", 5.2, flip(BASE, lose=1), criterion="typical", knob=0.6)
+        + rows("relative", 5.6, flip(BASE, lose=3, gain=1), criterion="typical", knob=0.3)  # 2 net: on it
+        + rows("relative", 6.0, flip(BASE, lose=9), criterion="typical", knob=0.1)
+        + rows("relative", 4.9, flip(BASE, lose=4), criterion="fuzzy-js", knob=0.1)  # off the bar everywhere
+        + rows("relative", 5.3, flip(BASE, lose=8), criterion="fuzzy-js", knob=0.2)
+    )
+
+
+def test_paired_bootstrap_interval_has_known_ends():
+    same = [1, 0, 1, 1, 0] * 20
+    assert verdict.paired_bootstrap(same, same) == (0.0, 0.0)  # no problem differs: no spread
+    assert verdict.paired_bootstrap([0] * 50, [1] * 50) == (1.0, 1.0)
+    base = [1] * 1000
+    other = [0] * 100 + [1] * 900  # difference -0.1, sd of the mean sqrt(0.09 / 1000) = 0.0095
+    low, high = verdict.paired_bootstrap(base, other)
+    assert low == pytest.approx(-0.1 - 1.96 * 0.0095, abs=0.002) and high == pytest.approx(
+        -0.1 + 1.96 * 0.0095, abs=0.002
+    )
+    assert all(math.isnan(v) for v in verdict.paired_bootstrap([], []))
+
+
+def test_every_setting_against_lossless(table):
+    got = verdict.against_lossless(table).set_index(["rule", "knob"])
+    dm = got.loc[("DropMatch js+majority", 0.3)]
+    assert (dm["lost"], dm["gained"], dm["problems"]) == (6, 1, N)
+    assert dm["mcnemar_p"] == pytest.approx(mcnemar_p(6, 1)) and dm["mcnemar_p"] == pytest.approx(2 * 8 / 128)
+    assert dm["score_diff"] == pytest.approx(-5 / N) and dm["diff_low"] < -5 / N < dm["diff_high"] <= 0
+    assert dm["tau"] == pytest.approx(5.4) and not dm["within_bar"]
+    assert got.loc[("DropMatch js+majority", 0.1), "within_bar"]  # 2 of 164 lost: exactly on the bar
+    assert got.loc[("typical", 0.3), "within_bar"] and not got.loc[("typical", 0.1), "within_bar"]
+
+
+def test_headline_takes_the_largest_tau_within_the_bar_and_reads_pass_at_dropmatchs_taus(table):
+    head = verdict.headline(table).set_index("rule")
+    assert head.loc["typical", "best_tau_within_bar"] == pytest.approx(5.6)  # not 5.2: 5.6 keeps the bar too
+    assert head.loc["typical", "knob"] == 0.3
+    assert head.loc["DropMatch js+majority", "best_tau_within_bar"] == pytest.approx(5.0)
+    assert math.isnan(head.loc["fuzzy-js", "best_tau_within_bar"])  # never within the bar
+    assert head.loc["lossless", "best_tau_within_bar"] == pytest.approx(4.8)
+    # DropMatch's tau at p_drop 0.3 is 5.4: typical's curve there lies between 5.2 (119 solved) and 5.6 (118)
+    assert head.loc["typical", "tau_at_p0.3"] == pytest.approx(5.4)
+    assert head.loc["typical", "score_at_p0.3"] == pytest.approx((119 + 118) / 2 / N)
+    assert head.loc["DropMatch js+majority", "score_at_p0.3"] == pytest.approx(115 / N)
+    # at p_drop 0.1 (tau 5.0) fuzzy-js lies between 4.9 (116) and 5.3 (112): a quarter of the way
+    assert head.loc["fuzzy-js", "score_at_p0.1"] == pytest.approx((116 - 4 * 0.25) / N)
+    assert math.isnan(head.loc["typical", "score_at_p0.1"])  # typical's curve starts at tau 5.2
+    assert head.loc["typical", "basis_p0.1"].startswith("not reached")
+
+
+def test_rule_pairs_at_the_nearest_setting(table):
+    pairs = verdict.rule_pairs(table, 5.4).set_index(["rule_a", "rule_b"])
+    # nearest tau 5.4: DropMatch 0.3 (5.4), fuzzy-js 0.2 (5.3)
+    dm_fz = pairs.loc[("DropMatch js+majority", "fuzzy-js")]
+    assert (dm_fz["knob_a"], dm_fz["knob_b"]) == (0.3, 0.2)
+    # DropMatch 0.3 fails solved problems 0-5 and solves 120; fuzzy-js 0.2 fails 0-7
+    assert (dm_fz["a_only"], dm_fz["b_only"]) == (3, 0)
+    assert dm_fz["mcnemar_p"] == pytest.approx(mcnemar_p(3, 0))
+    assert len(pairs) == 6  # every pair of lossless, DropMatch, typical and fuzzy-js
+    lossless_pairs = verdict.rule_pairs(table, 4.8)
+    assert "lossless" in set(lossless_pairs["rule_a"]) | set(lossless_pairs["rule_b"])
+
+
+def test_a_recording_in_parts_is_judged_on_its_whole_settings(table):
+    cut = table[~((table["criterion"] == "fuzzy-js") & (table["knob"] == 0.2) & (table["prompt_id"] > "HumanEval/5"))]
+    whole, partial = verdict.complete(cut)
+    assert partial.to_dict("records") == [
+        {"rule": "fuzzy-js", "knob": 0.2, "problems": len(cut) - len(table) + N, "of": N}
+    ]
+    assert not ((whole["criterion"] == "fuzzy-js") & (whole["knob"] == 0.2)).any()
+    assert len(whole) == len(table) - N
+    assert verdict.problems_note(N) == "within 2 of 164 problems"
+    assert "a partial run" in verdict.problems_note(40)
+
+
+def test_score_curves_shade_the_bar_around_lossless_and_draw_one_curve_per_rule(table):
+    from viz.verdict import score_curves
+
+    fig = score_curves(table)
+    low, high = fig.layout.meta["band"]
+    assert low == pytest.approx(120 / N - 2 / N) and high == pytest.approx(120 / N + 2 / N)
+    shape = fig.layout.shapes[0]
+    assert (shape.y0, shape.y1) == (low, high)
+    curves = {t.name: t for t in fig.data if t.x[0] is not None}
+    assert set(curves) == {"lossless", "DropMatch js+majority", "typical", "fuzzy-js"}
+    assert list(curves["typical"].x) == pytest.approx([6.0, 5.6, 5.2])  # along the knob 0.1, 0.3, 0.6
+    assert "6 lost, 1 gained" in curves["DropMatch js+majority"].customdata[1]
+    empty = score_curves(table.assign(score=np.nan))
+    assert "no task score" in empty.layout.annotations[0].text

@@ -1,0 +1,119 @@
+"""The verdict's figures: pass@1 against tau, one curve per rule, with the band of the field's bar shaded around
+lossless; and where each rule's relaxations fall by token kind (rules x token classes).
+
+Pure functions from a sweep's tidy table (or the token-kind table built from it) to plotly figures; no model.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dropmatch.token_kinds import LABELS
+from dropmatch.tradeoff import setting_points
+from dropmatch.verdict import against_lossless, problems_note, within_bar_band
+from viz.sweep import rule_color
+from viz.theme import METHOD_COLORS, message_figure, style
+
+HEIGHT = 480
+
+
+def score_curves(df: pd.DataFrame) -> go.Figure:
+    """pass@1 against pooled tau per setting, one curve per rule along its knob, lossless a point; the shaded band
+    is the field's bar (pass@1 within 2 of 164 problems of lossless). Hover: the paired test against lossless."""
+    title = "pass@1 vs mean acceptance length, one curve per rule"
+    points = setting_points(df.dropna(subset=["score"]))
+    if points.empty or not (points["method"] == "lossless").any():
+        return message_figure("this sweep has no task score beside a lossless run (HumanEval has one)", title, HEIGHT)
+    tests = against_lossless(df).set_index(["rule", "knob"])
+    lossless = points[points["method"] == "lossless"].iloc[0]
+    low, high = within_bar_band(lossless["score"])
+    fig = go.Figure()
+    fig.add_hrect(y0=low, y1=high, fillcolor=METHOD_COLORS["lossless"], opacity=0.15, line_width=0, layer="below")
+    fig.add_scatter(  # the band's legend entry (a shape has none)
+        x=[None],
+        y=[None],
+        mode="markers",
+        marker={"symbol": "square", "size": 14, "color": METHOD_COLORS["lossless"], "opacity": 0.3},
+        name=f"lossless's pass@1, {problems_note(int(lossless['prompts']))}",
+    )
+    for rule, curve in points.groupby("rule", sort=False):
+        curve = curve.sort_values("knob")
+        hover = []
+        for _, p in curve.iterrows():
+            text = f"<b>{rule}</b>" + (f" · {p['knob_name']} = {p['knob']:g}" if pd.notna(p["knob"]) else "")
+            text += f"<br>tau {p['tau']:.2f} · pass@1 {p['score']:.1%} of {p['prompts']:.0f} problems"
+            key = (rule, p["knob"])
+            if key in tests.index:
+                t = tests.loc[key]
+                text += (
+                    f"<br>against lossless: {t['lost']} lost, {t['gained']} gained "
+                    f"(exact McNemar p {t['mcnemar_p']:.2g})"
+                    f"<br>difference {t['score_diff']:+.1%}, 95% paired bootstrap [{t['diff_low']:+.1%}, "
+                    f"{t['diff_high']:+.1%}]"
+                )
+            hover.append(text)
+        color = rule_color(rule)
+        fig.add_scatter(
+            x=curve["tau"],
+            y=curve["score"],
+            mode="lines+markers+text",
+            name=rule,
+            text=[f"{k:g}" if pd.notna(k) else "" for k in curve["knob"]],
+            textposition="top center",
+            textfont={"color": color, "size": 10},
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            line={"color": color, "width": 2},
+            marker={"size": 12 if rule == "lossless" else 9, "color": color},
+        )
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis_title="tau (pooled: sum N / sum T)",
+        yaxis_title="pass@1",
+        yaxis_tickformat=".0%",
+        legend={"orientation": "h", "y": -0.2, "x": 0},
+        meta={"band": [low, high]},
+    )
+
+
+def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
+    """Rules x token kinds: the share of each setting's relaxed acceptances in each kind (a row sums to 1), the
+    mean cost of that kind's relaxations on hover (`dropmatch.lab.relaxations.kinds_table`)."""
+    title = "Where each rule relaxes: its relaxed acceptances by token kind"
+    if kinds.empty:
+        return message_figure("no relaxed acceptance recorded here (older sweeps did not keep them)", title, HEIGHT)
+    names = [c.removeprefix("share ") for c in kinds.columns if c.startswith("share ")]
+    rows = [
+        f"{r['rule']}"
+        + (f" {r['knob']:g}" if pd.notna(r["knob"]) else "")
+        + f" · {r['suite']}" * (kinds["suite"].nunique() > 1)
+        for _, r in kinds.iterrows()
+    ]
+    share = kinds[[f"share {k}" for k in names]].to_numpy(float)
+    cost = kinds[[f"cost {k}" for k in names]].to_numpy(float)
+    hover = [
+        [
+            f"<b>{row}</b><br>{LABELS.get(k, k)}: {s:.0%} of {n} relaxed acceptances"
+            + (f"<br>mean cost {c:.2f} nats (a proxy)" if c == c else "")
+            for k, s, c in zip(names, srow, crow)
+        ]
+        for row, n, srow, crow in zip(rows, kinds["relaxed"], share, cost)
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=share,
+            x=[LABELS.get(k, k) for k in names],
+            y=rows,
+            text=[[f"{s:.0%}" for s in srow] for srow in share],
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale="Purples",
+            zmin=0,
+            zmax=1,
+            colorbar={"title": "share", "tickformat": ".0%"},
+        )
+    )
+    return style(fig, title, max(HEIGHT, 90 + 28 * len(rows))).update_layout(
+        yaxis={"autorange": "reversed"}, xaxis_title="token kind", meta={"rows": rows, "kinds": names}
+    )
