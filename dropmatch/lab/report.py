@@ -19,11 +19,15 @@ from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
 from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.files import TABLE, read_manifest
 from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
+from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
 from dropmatch.sweep_tables import paired_scores, per_category, rows_at, summary
+from dropmatch.token_kinds import LABELS as KIND_LABELS
 from dropmatch.tradeoff import centre, matched_table
+from dropmatch.verdict import BAR_OF, BAR_PROBLEMS, against_lossless, complete, headline, problems_note, rule_pairs
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
+from viz.verdict import kinds_heatmap, score_curves
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .5em}
@@ -109,14 +113,47 @@ COLUMN_DEFINITIONS = (
         "weights": "the model pair and what its weights are (the embedded pair is 4-bit GGUF, not the bf16 originals)",
         "target_id": "the target model: a hub id, a local path, or 'embedded'",
         "draft_id": "the draft model: a hub id, a local path, or 'embedded'",
+        "score_diff": "pass@1 of this setting minus lossless's, on the same problems",
+        "diff_low": "low end of the paired bootstrap 95% interval of score_diff (problems resampled, 10,000 times)",
+        "diff_high": "high end of the paired bootstrap 95% interval of score_diff",
+        "within_bar": f"pass@1 at most {BAR_PROBLEMS} of {BAR_OF} problems (that share of the problems run) below "
+        "lossless's: the field's bar for quality kept",
+        "best_tau_within_bar": "the largest pooled tau among the rule's measured settings whose pass@1 stays within "
+        "the bar of lossless; empty when none does",
+        "settings": "measured settings (knobs) of the rule",
+        "rule_a": "the first rule of the pair, at its setting nearest the matched tau",
+        "rule_b": "the second rule of the pair, at its setting nearest the matched tau",
+        "knob_a": "rule_a's knob",
+        "knob_b": "rule_b's knob",
+        "tau_a": "rule_a's pooled tau at that knob",
+        "tau_b": "rule_b's pooled tau at that knob",
+        "score_a": "rule_a's pass@1 on the problems both ran",
+        "score_b": "rule_b's pass@1 on the problems both ran",
+        "a_only": "problems rule_a solves and rule_b does not",
+        "b_only": "problems rule_b solves and rule_a does not",
+        "relaxed": "relaxed acceptances inside the scored outputs (ties excluded)",
+        "lost_semantic_first": "problems lost against lossless whose first relaxed identifier or number sits on or "
+        "above the first line that differs from lossless's passing completion",
+        "of": "problems lossless ran: the setting is still being recorded",
     }
 )
+PATTERNS = {  # definitions of columns named by a value: "score_at_p0.3", "share identifier"
+    "score_at_p": "the rule's pass@1 at DropMatch's pooled tau at this p_drop (js+majority): measured there, or "
+    "interpolated between its two knobs whose taus bracket it",
+    "tau_at_p": "DropMatch's pooled tau at this p_drop (js+majority), where the rules' pass@1 is read",
+    "basis_p": "how the rule's pass@1 at DropMatch's tau was found",
+    "share ": "share of the setting's relaxed acceptances of this token kind",
+    "cost ": "mean cost of the relaxed acceptances of this token kind, nats (log p(target top-1) - log p(d)); a proxy",
+}
 
 
 def definition(column: str) -> str | None:
     """A column's definition; a per-category column such as "dropmatch tau" takes its metric's."""
     words = str(column).split()
-    return COLUMN_DEFINITIONS.get(column) or (COLUMN_DEFINITIONS.get(words[-1]) if words else None)
+    pattern = next((about for prefix, about in PATTERNS.items() if str(column).startswith(prefix)), None)
+    if pattern and str(column).startswith(("share ", "cost ")):
+        pattern += f" ({KIND_LABELS.get(words[-1], words[-1])})"
+    return COLUMN_DEFINITIONS.get(column) or pattern or (COLUMN_DEFINITIONS.get(words[-1]) if words else None)
 
 
 def _cell(value) -> str:
@@ -222,12 +259,60 @@ def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     return "".join(out)
 
 
+VERDICT_NOTE = (
+    "Is a relaxed acceptance worth it? Each rule's task score against lossless, problem by problem, on the settings "
+    "that ran every problem ({bar}); the shaded band in the figure is the field's bar for quality kept. Intervals "
+    "are paired bootstrap 95% intervals over problems, p-values exact McNemar tests on the discordant problems."
+)
+
+
+def _verdict_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
+    """The headline, the curves, every setting against lossless and rule against rule at DropMatch's taus, for a
+    scored suite with a rule beside lossless."""
+    whole, partial = complete(part)
+    table = against_lossless(whole)
+    if table.empty:
+        return ""
+    n = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
+    out = [f"<h3>The verdict</h3><p class=note>{html.escape(VERDICT_NOTE.format(bar=problems_note(n)))}</p>"]
+    if len(partial):
+        busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r['of']})" for _, r in partial.iterrows())
+        out.append(f"<p class=note>Still being recorded, left out here: {html.escape(busy)}.</p>")
+    out.append(table_html(headline(whole)))
+    out.append(_figure_html(score_curves(whole), f"{suite}-score-curves", inline_js))
+    out.append("<h4>Every setting against lossless</h4>" + table_html(table))
+    head = headline(whole)
+    for column in [c for c in head.columns if c.startswith("tau_at_p")]:
+        tau = float(head[column].iloc[0])
+        pairs = rule_pairs(whole, tau)
+        if len(pairs):
+            label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
+            out.append(f"<h4>Rule against rule at DropMatch's tau ({label}; each rule's nearest setting)</h4>")
+            out.append(table_html(pairs))
+    return "".join(out)
+
+
+def _kinds_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
+    """Where relaxation happens: the rules x token kinds table and figure, where the cells kept their relaxations."""
+    kinds = kinds_table(part)
+    if kinds.empty:
+        return ""
+    return (
+        "<h3>Where relaxation happens</h3>"
+        + table_html(kinds.drop(columns=["suite"]))
+        + _figure_html(kinds_heatmap(kinds), f"{suite}-kinds", inline_js)
+    )
+
+
 def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     parts = [f"<h2>Suite: {html.escape(str(suite))} ({part['prompt_id'].nunique()} prompts)</h2>"]
     names = [name for name in relevant(part) if name != "tradeoff"]  # the trade-off gets its own section
     for i, name in enumerate(names):
         parts.append(_figure_html(FIGURES[name](part), f"{suite}-{name}", inline_js and i == 0))
     parts.append(_tradeoff_section(suite, part, inline_js and not names))
+    if part["score"].notna().any():
+        parts.append(_verdict_section(suite, part, inline_js and not names))
+    parts.append(_kinds_section(suite, part, inline_js and not names))
     parts.append(
         "<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>"
         + table_html(summary(part).drop(columns=["suite"]))
