@@ -13,7 +13,8 @@ from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.files import TABLE, read_calibration, read_manifest
 from dropmatch.lab.live import LIVE_LIMITS, SUITES, finish, plan, run_live, runner_for, write_table
-from dropmatch.lab.report import table_html
+from dropmatch.lab.relaxations import kinds_table
+from dropmatch.lab.report import table_html, verdict_html
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import MEASURES, matched_table
@@ -35,15 +36,22 @@ from ui.common import (
 )
 from viz.calibration import dims_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
+from viz.verdict import kinds_heatmap, score_curves
 
-# The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, and DropMatch beside its relatives.
-RECORDED = {"sweep": ROOT / "assets/sweep", "relatives": ROOT / "assets/relatives"}
-RECORDED_LABELS = {"sweep": "DropMatch's own sweep", "relatives": "DropMatch beside its relatives"}
+# The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, and the
+# verdict (every rule as a curve on all of HumanEval, recorded in parts).
+RECORDED = {"sweep": ROOT / "assets/sweep", "relatives": ROOT / "assets/relatives", "verdict": ROOT / "assets/verdict"}
+RECORDED_LABELS = {
+    "sweep": "DropMatch's own sweep",
+    "relatives": "DropMatch beside its relatives",
+    "verdict": "The verdict: every rule on all of HumanEval",
+}
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
+VERDICT_PARTS = ("verdict", "score_curves", "kinds")  # the verdict's tables, its curves, where relaxation happens
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
 # "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
-SWEEP_WIRING = ("note", "compare", *FIGURES, "matched", "measure", "summary", "files", "source")
+SWEEP_WIRING = ("note", "compare", *FIGURES, "matched", "measure", *VERDICT_PARTS, "summary", "files", "source")
 SWEEP_OUTPUTS = tuple(name for name in SWEEP_WIRING if name != "source")
 LIVE_WIRING, LIVE_OUTPUTS = (*SWEEP_WIRING, "suite"), (*SWEEP_OUTPUTS, "suite")
 PLOT_ROWS = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")
@@ -96,11 +104,16 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     figures = {name: FIGURES[name](df) if name in shown else None for name in FIGURES}
     figures["tradeoff"] = tradeoff(df, measure) if measure else None
     matched = matched_table(df) if measures else pd.DataFrame()
+    verdict, whole = verdict_html(df) if len(df) and df["score"].notna().any() else ("", None)
+    kinds = kinds_table(df) if len(df) else pd.DataFrame()
     return {
         "compare": table_html(paper_comparison(df)) if len(df) else "",
         **figures,
         "matched": table_html(matched) if len(matched) else "",
         "measure": {"choices": [(MEASURES[m].label, m) for m in measures], "value": measure, "visible": bool(measures)},
+        "verdict": verdict,
+        "score_curves": score_curves(whole) if verdict else None,
+        "kinds": kinds_heatmap(kinds) if len(kinds) else None,
         "summary": table_html(summary(df).drop(columns=["suite"])) if len(df) else "",
     }
 
@@ -108,7 +121,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
 def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str] | None, source: list[str]) -> dict:
     """Every SWEEP_WIRING part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
     c = content(df)
-    plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in FIGURES}
+    plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in (*FIGURES, "score_curves", "kinds")}
     return updates(
         a,
         {
@@ -117,6 +130,7 @@ def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str] | None, 
             **plots,
             "matched": c["matched"],
             "measure": gr.Dropdown(**c["measure"]),
+            "verdict": gr.HTML(c["verdict"], visible=bool(c["verdict"])),
             "summary": c["summary"],
             "files": files,
             "source": source,
@@ -242,6 +256,24 @@ def _tradeoff_parts(first: dict) -> dict:
     return a
 
 
+def _verdict_parts(first: dict) -> dict:
+    """The verdict: the headline and the paired tables, pass@1 against tau per rule, where relaxation happens."""
+    a = {}
+    gr.Markdown(
+        "#### The verdict: is a relaxed acceptance worth it?\nEach rule's pass@1 against lossless problem by problem "
+        "(paired bootstrap interval, exact McNemar p) and the largest τ at which it keeps pass@1 within the field's "
+        "bar (2 of HumanEval's 164 problems of exact decoding); below, where each rule's relaxed acceptances fall by "
+        "token kind."
+    )
+    a["verdict"] = gr.HTML(first["verdict"], visible=bool(first["verdict"]), elem_id="lab-verdict")
+    with gr.Row():
+        for name in ("score_curves", "kinds"):
+            a[name] = gr.Plot(
+                first[name], visible=first[name] is not None, show_label=False, min_width=340, elem_id=f"lab-{name}"
+            )
+    return a
+
+
 def layout() -> Parts:
     """The tab's contents (inside its gr.Tab), showing the first recorded suite at once."""
     choices = recorded_choices()
@@ -271,6 +303,7 @@ def layout() -> Parts:
                     first[name], visible=first[name] is not None, show_label=False, min_width=340, elem_id=f"lab-{name}"
                 )
     a |= _tradeoff_parts(first)
+    a |= _verdict_parts(first)
     a["summary"] = gr.HTML(first["summary"], elem_id="lab-summary")
     a["files"] = gr.File(
         recorded_files(folder) if choice else None,

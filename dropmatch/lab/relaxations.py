@@ -49,9 +49,10 @@ def _classed(row, prompt: str) -> list[dict]:
 
 def relaxations(df: pd.DataFrame) -> pd.DataFrame:
     """One row per relaxed acceptance of the rules compared (COLUMNS), classed by token kind."""
-    if "relaxed_tokens" not in df:
+    if "relaxed_tokens" not in df or not (df["method"] != "lossless").any():
         return pd.DataFrame(columns=COLUMNS)
-    rows = compared_rows(df[df["method"] != "lossless"])
+    rows = compared_rows(df)
+    rows = rows[rows["method"] != "lossless"]
     prompts = (
         {pid: p["prompt"] for pid, p in humaneval_problems().items()} if (rows["suite"] == HUMANEVAL).any() else {}
     )

@@ -266,22 +266,22 @@ VERDICT_NOTE = (
 )
 
 
-def _verdict_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    """The headline, the curves, every setting against lossless and rule against rule at DropMatch's taus, for a
-    scored suite with a rule beside lossless."""
+def verdict_html(part: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The verdict's note and tables as HTML (headline, every setting against lossless, rule against rule at
+    DropMatch's taus) and the rows they judge (the whole settings), for a scored suite with a rule beside lossless;
+    ("", empty) otherwise. The report and the Analysis tab show the same."""
     whole, partial = complete(part)
     table = against_lossless(whole)
     if table.empty:
-        return ""
+        return "", whole.iloc[0:0]
     n = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
-    out = [f"<h3>The verdict</h3><p class=note>{html.escape(VERDICT_NOTE.format(bar=problems_note(n)))}</p>"]
+    out = [f"<p class=note>{html.escape(VERDICT_NOTE.format(bar=problems_note(n)))}</p>"]
     if len(partial):
-        busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r['of']})" for _, r in partial.iterrows())
+        busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r.of})" for r in partial.itertuples())
         out.append(f"<p class=note>Still being recorded, left out here: {html.escape(busy)}.</p>")
-    out.append(table_html(headline(whole)))
-    out.append(_figure_html(score_curves(whole), f"{suite}-score-curves", inline_js))
-    out.append("<h4>Every setting against lossless</h4>" + table_html(table))
     head = headline(whole)
+    out.append(table_html(head))
+    out.append("<h4>Every setting against lossless</h4>" + table_html(table))
     for column in [c for c in head.columns if c.startswith("tau_at_p")]:
         tau = float(head[column].iloc[0])
         pairs = rule_pairs(whole, tau)
@@ -289,7 +289,16 @@ def _verdict_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
             label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
             out.append(f"<h4>Rule against rule at DropMatch's tau ({label}; each rule's nearest setting)</h4>")
             out.append(table_html(pairs))
-    return "".join(out)
+    return "".join(out), whole
+
+
+def _verdict_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
+    """The verdict's tables and its pass@1-vs-tau curves."""
+    tables, whole = verdict_html(part)
+    if not tables:
+        return ""
+    figure = _figure_html(score_curves(whole), f"{suite}-score-curves", inline_js)
+    return f"<h3>The verdict</h3>{figure}{tables}"
 
 
 def _kinds_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:

@@ -71,3 +71,8 @@ def test_kinds_heatmap_rows_are_settings_and_sum_to_one(table):
     assert fig.layout.meta["rows"] == ["typical 0.3", "top-k 2"]
     assert [sum(row) for row in fig.data[0].z] == pytest.approx([1.0, 1.0])
     assert "no relaxed acceptance" in kinds_heatmap(pd.DataFrame()).layout.annotations[0].text
+
+
+def test_a_sweep_with_lossless_alone_has_no_relaxations(table):
+    assert relaxations(table[table["method"] == "lossless"]).empty
+    assert kinds_table(table[table["method"] == "lossless"]).empty

@@ -246,6 +246,9 @@ def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
         *FIGURES,
         "matched",
         "measure",
+        "verdict",
+        "score_curves",
+        "kinds",
         "summary",
         "files",
     )  # the order clients rely on
