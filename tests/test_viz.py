@@ -274,3 +274,35 @@ def test_explanation_and_glossary():
 def test_viz_imports_no_ui_and_no_model():
     code_ = "import sys, viz; assert 'gradio' not in sys.modules; assert 'transformers' not in sys.modules"
     subprocess.run([sys.executable, "-c", code_], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_caption_of_a_relaxed_acceptance_names_its_token_kind(dm):
+    from dropmatch.metrics import relaxed
+
+    shown = [r for r in dm.records if r.emitted and relaxed(dm, r)]
+    assert shown, "the recorded DropMatch trace holds relaxed acceptances"
+    for rec in shown:
+        assert "Token kind: " in viz.caption(dm, rec)
+    exact = next(r for r in dm.records if r.reason == "exact" and r.emitted)
+    assert "Token kind" not in viz.caption(dm, exact)
+
+
+def test_token_kind_reads_the_output_as_python_and_as_prose():
+    from dataclasses import replace as swap
+
+    from dropmatch.trace import TokenRecord, Trace
+
+    texts = ["    return", " total", " +", " 1"]
+    records = [
+        TokenRecord(round=0, pos=i + 1, kind="draft", token_id=i, text=t, emitted=True, reason="js")
+        for i, t in enumerate(texts)
+    ]
+    trace = Trace(config={}, target_id="t", draft_id="d", prompt="def f(total):\n", n_prompt_tokens=4, records=records)
+    kinds = [viz.token_kind(trace, r) for r in records]
+    assert kinds == [
+        "keywords (as Python; as prose: words)",
+        "identifiers (as Python; as prose: words)",
+        "punctuation and operators",
+        "numbers (as Python; as prose: words)",
+    ]
+    assert viz.token_kind(swap(trace, prompt=""), records[2]) == "punctuation and operators"

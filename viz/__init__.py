@@ -9,7 +9,7 @@ from viz.steps import STAGES, move, round_figure
 from viz.story import round_story
 from viz.tables import metrics_frame
 from viz.theme import REASON_COLORS, legend_html, message_figure, text_color_map
-from viz.tokens import caption, evidence_record, first_divergence, replaced_draft, span_hovers, spans
+from viz.tokens import caption, evidence_record, first_divergence, replaced_draft, span_hovers, spans, token_kind
 from viz.votes import votes_figure
 
 __all__ = [
@@ -36,5 +36,6 @@ __all__ = [
     "span_hovers",
     "spans",
     "text_color_map",
+    "token_kind",
     "votes_figure",
 ]

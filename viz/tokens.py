@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dropmatch.metrics import divergence
+from dropmatch.metrics import divergence, relaxed
+from dropmatch.token_kinds import LABELS as KIND_LABELS
+from dropmatch.token_kinds import code_kinds, text_kind
 from dropmatch.trace import TokenRecord, Trace
 from viz.theme import DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_LABELS, RELAXED, SEMANTIC, code
 
@@ -71,6 +73,18 @@ def evidence_record(trace: Trace, rec: TokenRecord) -> TokenRecord:
     return replaced_draft(trace, rec) or rec
 
 
+def token_kind(trace: Trace, rec: TokenRecord) -> str:
+    """What kind of token a relaxed acceptance let through, read as Python (the prompt and the output so far through
+    Python's tokenizer) and, where that differs, as prose: "identifiers (as Python; as prose: words)"."""
+    emitted = [r for r in trace.records if r.emitted]
+    offset = sum(len(r.text) for r in emitted[: next((i for i, r in enumerate(emitted) if r is rec), len(emitted))])
+    source = trace.prompt + "".join(r.text for r in emitted)
+    as_code = code_kinds(source, [(len(trace.prompt) + offset, rec.text)])[0]
+    as_prose = text_kind(rec.text, code=False)
+    label = KIND_LABELS[as_code]
+    return label if KIND_LABELS[as_prose] == label else f"{label} (as Python; as prose: {KIND_LABELS[as_prose]})"
+
+
 def caption(trace: Trace, rec: TokenRecord) -> str:
     """A few lines of Markdown that say what happened to this token and why."""
     head = f"{code(rec.text)} · round {rec.round + 1}, position {rec.pos} · {REASON_LABELS.get(rec.reason, rec.reason)}"
@@ -83,6 +97,8 @@ def caption(trace: Trace, rec: TokenRecord) -> str:
             lines.append(f"A **semantic acceptance**: `{rec.reason}` accepted what lossless would have rejected.")
         elif rec.reason in RELAXED:
             lines.append(f"A **relaxed acceptance** by a relative (`{rec.reason}`): lossless would have rejected it.")
+        if rec.emitted and relaxed(trace, rec):
+            lines.append(f"Token kind: {token_kind(trace, rec)}.")
     elif rec.kind == "correction":
         old = replaced_draft(trace, rec)
         if old is not None:
