@@ -72,6 +72,14 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _seeds(text: str) -> list[int]:
+    """A comma-separated list of seeds ("0,1"), each checked as the seed setting is, duplicates dropped."""
+    parts = [t.strip() for t in text.split(",")]
+    if not all(parts):
+        raise ValueError(f"seeds: expected a comma-separated list of integers, got {text!r}")
+    return list(dict.fromkeys(int(check_setting("seed", t)) for t in parts))
+
+
 def _threads(n: int) -> None:
     """torch's CPU threads: `n`, never more than the CPUs this process may use."""
     torch.set_num_threads(min(n, len(os.sched_getaffinity(0))))
@@ -279,9 +287,9 @@ def _cmd_sweep(args) -> int:
     items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
     grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
     rules = dict(args.rule or [])
-    settings = sweep.design_settings(grid, args.design, args.methods, args.centre, rules)
+    settings = sweep.design_settings(grid, args.design, args.methods, args.centre, rules, args.seeds)
     for s in settings:
-        s.config(args.max_new_tokens, args.seed)  # every DecodeConfig error now, not an hour in
+        s.config(args.max_new_tokens, args.seed, args.temperature)  # every DecodeConfig error now, not an hour in
     run = {
         "max_new_tokens": args.max_new_tokens,
         "seed": args.seed,
@@ -289,7 +297,7 @@ def _cmd_sweep(args) -> int:
         "target_id": args.target,
         "draft_id": args.draft,
     }
-    lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab}
+    lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab, "temperature": args.temperature or None}
     run |= {k: v for k, v in lean.items() if v not in ("none", None)}  # only when set: older sweeps still resume
     design = {
         "design": args.design,
@@ -316,6 +324,7 @@ def _cmd_sweep(args) -> int:
             args.seed,
             args.timeout,
             warmup=items[0],
+            temperature=args.temperature,
         )
         distributed.run_ray_sweep(
             items, settings, args.out, suite, run, make, args.actors or 1, args.threads, args.device, args.ray_address
@@ -325,7 +334,7 @@ def _cmd_sweep(args) -> int:
             args.target, args.draft, args.dtype, args.device, draft_quant=args.draft_quant, draft_vocab=args.draft_vocab
         )
         sweep.make_runner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
-        runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout)
+        runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout, args.temperature)
         sweep.run_sweep(items, settings, args.out, suite, run, runner)
     failed = len(sweep.pending(args.out, suite, items, settings)) if todo and distributed is not None else 0
     if failed < len(items) * len(settings):  # only Ray records a failing cell and goes on; serial stops at it
@@ -523,7 +532,17 @@ def _add_sweep(sub) -> None:
         help="e.g. gamma=5,K=5,p_drop=0.3 (the default)",
     )
     p.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
-    _add_settings(p, ("max_new_tokens", "seed"))
+    _add_settings(
+        p,
+        ("max_new_tokens", "seed", "temperature"),
+        temperature="sampling temperature of every cell (default 0: greedy; a sampled sweep is its own directory)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_arg(_seeds),
+        default=None,
+        help="sampled replicates: every setting once per seed, e.g. 0,1 (default: the --seed alone)",
+    )
     _add_pair(p)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")
     p.add_argument(

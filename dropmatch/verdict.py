@@ -28,14 +28,23 @@ def bar_share() -> float:
     return BAR_PROBLEMS / BAR_OF
 
 
-def paired_bootstrap(base, other, resamples: int = BOOTSTRAP, level: float = 0.95, seed: int = 0) -> tuple:
+def paired_bootstrap(
+    base, other, groups=None, resamples: int = BOOTSTRAP, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """The (low, high) percentile interval of mean(other) - mean(base) over problems resampled with replacement
-    (the two scores of a problem stay together). NaN for no problems."""
+    (the two scores of a problem stay together; with `groups`, the problem of each score, the sampled replicates of
+    one problem are drawn together). NaN for no problems."""
     d = np.asarray(other, float) - np.asarray(base, float)
     if d.size == 0:
         return float("nan"), float("nan")
+    if groups is not None:  # one value per problem: the mean of its replicates, each weighted by their count
+        g = pd.Series(d).groupby(np.asarray(groups))
+        d, weight = g.sum().to_numpy(), g.size().to_numpy(float)
+    else:
+        weight = np.ones_like(d)
     rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)  # [resamples]
+    pick = rng.integers(0, d.size, size=(resamples, d.size))  # [resamples, problems]
+    means = d[pick].sum(axis=1) / weight[pick].sum(axis=1)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)
@@ -66,10 +75,16 @@ def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def scores_by_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Problems x settings: the task score (0/1) of every scored setting at the compared gamma, one column per
-    (rule, knob) pair (lossless's knob NaN)."""
+    (rule, knob) pair (lossless's knob NaN); one row per (problem, seed) where a sampled sweep ran replicates."""
     rows = compared_rows(df.dropna(subset=["score"]))
     rows = rows.assign(rule=rows.apply(rule_name, axis=1), knob=rows.apply(knob_of, axis=1))
-    return rows.pivot_table(index="prompt_id", columns=["rule", "knob"], values="score", dropna=False)
+    index = ["prompt_id", "seed"] if "seed" in rows and rows["seed"].nunique() > 1 else ["prompt_id"]
+    return rows.pivot_table(index=index, columns=["rule", "knob"], values="score", dropna=False)
+
+
+def _problems(both: pd.DataFrame):
+    """The problem of each row of a paired table (its index's first level), for a bootstrap over problems."""
+    return both.index.get_level_values(0) if both.index.nlevels > 1 else None
 
 
 def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
@@ -94,14 +109,15 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
         both = pd.concat([base, mine], axis=1, keys=["base", "mine"]).dropna()
         lost = int(((both["base"] == 1) & (both["mine"] == 0)).sum())
         gained = int(((both["base"] == 0) & (both["mine"] == 1)).sum())
-        low, high = paired_bootstrap(both["base"], both["mine"])
+        low, high = paired_bootstrap(both["base"], both["mine"], _problems(both))
         out.append(
             {
                 "rule": p["rule"],
                 "family": family_of(p["rule"]),
                 "knob_name": p["knob_name"],
                 "knob": p["knob"],
-                "problems": len(both),
+                "problems": both.index.get_level_values(0).nunique(),
+                "pairs": len(both),
                 "tau": p["tau"],
                 "score": both["mine"].mean(),
                 "score_lossless": both["base"].mean(),
@@ -150,7 +166,8 @@ def rule_pairs(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
                 "rule_b": b["rule"],
                 "knob_b": b["knob"],
                 "tau_b": b["tau"],
-                "problems": len(both),
+                "problems": both.index.get_level_values(0).nunique(),
+                "pairs": len(both),
                 "score_a": both["a"].mean(),
                 "score_b": both["b"].mean(),
                 "a_only": a_only,

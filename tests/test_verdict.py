@@ -154,3 +154,17 @@ def test_score_curves_shade_the_bar_around_lossless_and_draw_one_curve_per_rule(
     assert "6 lost, 1 gained" in curves["DropMatch js+majority"].customdata[1]
     empty = score_curves(table.assign(score=np.nan))
     assert "no task score" in empty.layout.annotations[0].text
+
+
+def test_bootstrap_over_problems_keeps_a_problems_replicates_together():
+    # two problems, two seeds each: problem a differs on both seeds, b on neither; the mean difference is 0.5
+    base, other, groups = [0, 0, 1, 1], [1, 1, 1, 1], ["a", "a", "b", "b"]
+    low, high = verdict.paired_bootstrap(base, other, groups)
+    assert (low, high) == (0.0, 1.0)  # resampling problems: {a, a} gives 1, {b, b} gives 0
+    assert verdict.paired_bootstrap(base, other, groups, level=0.5) == (0.5, 0.5)
+
+
+def test_a_sampled_sweep_pairs_each_problem_and_seed(table):
+    sampled = pd.concat([table.assign(seed=0), table.assign(seed=1)])
+    got = verdict.against_lossless(sampled).set_index(["rule", "knob"]).loc[("DropMatch js+majority", 0.3)]
+    assert (got["problems"], got["pairs"], got["lost"], got["gained"]) == (N, 2 * N, 12, 2)

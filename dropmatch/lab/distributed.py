@@ -53,6 +53,7 @@ class PairRunnerFactory:
     seed: int = 0
     timeout: float = 10.0
     warmup: SuiteItem | None = None
+    temperature: float = 0.0
 
     def __call__(self) -> sweep.Runner:
         pair = load_pair(
@@ -60,7 +61,7 @@ class PairRunnerFactory:
         )
         if self.warmup is not None:
             sweep.make_runner(pair, 8)(self.warmup, sweep.Setting("lossless", 3))
-        return sweep.make_runner(pair, self.max_new_tokens, self.seed, self.timeout)
+        return sweep.make_runner(pair, self.max_new_tokens, self.seed, self.timeout, self.temperature)
 
 
 class CellActor:

@@ -32,6 +32,7 @@ class Run:
     draft_id: str | None = None
     draft_quant: str | None = None  # only when the draft is not as loaded
     draft_vocab: int | None = None
+    temperature: float | None = None  # only when sampled (T > 0)
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ COLUMN_DEFINITIONS = (
         "best_tau_within_bar": "the largest pooled tau among the rule's measured settings whose pass@1 stays within "
         "the bar of lossless; empty when none does",
         "settings": "measured settings (knobs) of the rule",
+        "pairs": "paired outcomes compared: one per problem, or one per (problem, seed) in a sampled sweep",
         "rule_a": "the first rule of the pair, at its setting nearest the matched tau",
         "rule_b": "the second rule of the pair, at its setting nearest the matched tau",
         "knob_a": "rule_a's knob",

@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -55,7 +55,7 @@ METRICS = (
     "overhead_share",
     *QUALITY,
 )
-RUN_COLUMNS = ("max_new_tokens", "seed", "dtype", "target_id", "draft_id")
+RUN_COLUMNS = ("max_new_tokens", "seed", "temperature", "dtype", "target_id", "draft_id")
 COLUMNS = (
     "key",
     "suite",
@@ -137,6 +137,7 @@ class Setting:
     p_drop: float | None = None
     criterion: str | None = None
     knob: float | None = None
+    seed: int | None = None  # one of a sweep's --seeds (a sampled replicate); None: the run's seed
 
     def key(self, suite: str, prompt_id: str) -> str:
         parts = [suite, prompt_id, self.method, f"g{self.gamma}"]
@@ -144,22 +145,36 @@ class Setting:
             parts += [f"K{self.K}", f"p{self.p_drop:g}", str(self.criterion)]
         elif self.method in METHOD_KNOBS:
             parts += [f"{self.criterion}={self.knob:g}"]
-        return "|".join(parts)
+        return "|".join(parts + ([f"s{self.seed}"] if self.seed is not None else []))
 
-    def config(self, max_new_tokens: int, seed: int = 0) -> DecodeConfig:
+    def config(self, max_new_tokens: int, seed: int = 0, temperature: float = 0.0) -> DecodeConfig:
         extra = {k: v for k, v in asdict(self).items() if k in (*FACTORS, "knob") and v is not None}
-        return DecodeConfig(method=self.method, max_new_tokens=max_new_tokens, seed=seed, **extra)
+        seed = self.seed if self.seed is not None else seed
+        return DecodeConfig(
+            method=self.method, max_new_tokens=max_new_tokens, seed=seed, temperature=temperature, **extra
+        )
 
 
 def design_settings(
-    grid: dict, design: str = "ofat", methods=METHODS, centre: dict = PAPER_SETTING, rules: dict | None = None
+    grid: dict,
+    design: str = "ofat",
+    methods=METHODS,
+    centre: dict = PAPER_SETTING,
+    rules: dict | None = None,
+    seeds: list[int] | None = None,
 ) -> list[Setting]:
     """Settings of a design: lossless once per gamma first, then the DropMatch points, then the relatives.
 
     grid maps a factor to its values (a missing factor stays at the centre). `ofat` = the centre plus each
     factor varied alone; `grid` = the full cross product. rules maps a relative (or a truncation of the target)
-    to its knob values; each runs at the centre's gamma.
+    to its knob values; each runs at the centre's gamma. seeds (sampling at T > 0) repeats every setting once per
+    seed, the seeds of one setting next to each other.
     """
+    settings = _design(grid, design, methods, centre, rules)
+    return [replace(s, seed=seed) for s in settings for seed in seeds] if seeds else settings
+
+
+def _design(grid: dict, design: str, methods, centre: dict, rules: dict | None) -> list[Setting]:
     values = {f: list(grid.get(f) or [centre[f]]) for f in FACTORS}
     if design == "grid":
         points = [dict(zip(FACTORS, combo)) for combo in itertools.product(*values.values())]
@@ -220,7 +235,9 @@ def open_log(out_dir: str | Path) -> Path:
 def cell_row(suite: str, item: SuiteItem, setting: Setting, run: dict, metrics: dict) -> dict:
     """One log row: the cell's key and identity, its setting, the run-wide settings, then the runner's metrics."""
     row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "category": item.category}
-    return row | asdict(setting) | run | metrics
+    fields = {k: v for k, v in asdict(setting).items() if k != "seed"}
+    seed = {"seed": setting.seed} if setting.seed is not None else {}  # a replicate's own seed, not the run's
+    return row | fields | run | seed | metrics
 
 
 def append_row(fh, row: dict) -> None:
@@ -254,8 +271,9 @@ def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -
     return load_sweep(out_dir)
 
 
-def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0) -> Runner:
-    """The real cell runner: decode (stopping early at HumanEval's stop sequences), measure, score."""
+def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0, temperature: float = 0.0) -> Runner:
+    """The real cell runner: decode (stopping early at HumanEval's stop sequences; sampled at `temperature` > 0
+    with the setting's seed, else the run's), measure, score."""
 
     def done(trace, item: SuiteItem) -> bool:
         """A HumanEval function is complete once a stop sequence (a new top-level statement) appears."""
@@ -266,7 +284,7 @@ def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0)
 
     def run(item: SuiteItem, setting: Setting) -> dict:
         trace, cpu = None, time.process_time()
-        for trace in stream(pair, item.prompt, setting.config(max_new_tokens, seed), chat=item.chat):
+        for trace in stream(pair, item.prompt, setting.config(max_new_tokens, seed, temperature), chat=item.chat):
             if trace.finish is None and done(trace, item):
                 break
         cpu = time.process_time() - cpu  # CPU seconds of this process: robust to other jobs on a shared CPU
@@ -293,8 +311,10 @@ def ids_divergence(ids: str, baseline: str) -> tuple[float, float]:
 
 
 def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
-    """Join each row with the lossless row of the same suite, prompt and gamma: tau gain, speedup, lossiness."""
-    on = ["suite", "prompt_id", "gamma"]
+    """Join each row with the lossless row of the same suite, prompt, gamma and seed: tau gain, speedup, lossiness
+    (a sampled replicate is compared with lossless sampled from the same seed)."""
+    cells = cells.assign(seed=cells["seed"].fillna(0))
+    on = ["suite", "prompt_id", "gamma", "seed"]
     base = cells.loc[
         cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids", "n_tokens"]
     ]

@@ -318,3 +318,32 @@ def test_relatives_sweep_on_the_tiny_pair_and_its_report(noisy_pair, tmp_path):
     assert df["length_ratio"].notna().all() and df["mean_logp"].lt(0).all()
     page = render(df, {})
     assert "DropMatch beside its relatives" in page and "tau_target" in page and "s-tradeoff-" in page
+
+
+def test_a_sampled_sweep_runs_each_setting_once_per_seed_against_lossless_of_the_same_seed(noisy_pair, tmp_path):
+    """The T 0.7 track's shape: --temperature and --seeds; each replicate is keyed by its seed, decoded with it, and
+    compared with lossless sampled from the same seed (so the two seeds of a setting are two draws, not one)."""
+    items = load_suite(DEFAULT_SUITE, limit=1)
+    settings = design_settings(
+        {"p_drop": [0.3]}, "ofat", rules={"min-p": [0.1]}, seeds=[0, 1], methods=["lossless", "dropmatch", "truncation"]
+    )
+    assert [(s.method, s.seed) for s in settings] == [
+        ("lossless", 0),
+        ("lossless", 1),
+        ("dropmatch", 0),
+        ("dropmatch", 1),
+        ("truncation", 0),
+        ("truncation", 1),
+    ]
+    assert settings[1].key("s", "p") == "s|p|lossless|g5|s1" and settings[1].config(8, 0, 0.7).seed == 1
+    run = {"max_new_tokens": 12, "seed": 0, "temperature": 0.7}
+    df = run_sweep(items, settings, tmp_path, "s", run, make_runner(noisy_pair, 12, temperature=0.7))
+    assert sorted(df["seed"]) == [0, 0, 0, 1, 1, 1] and (df["temperature"] == 0.7).all()
+    lossless = df[df["method"] == "lossless"].set_index("seed")
+    assert lossless.loc[0, "output_ids"] != lossless.loc[1, "output_ids"]  # two draws
+    for _, row in df[df["method"] != "lossless"].iterrows():  # joined with lossless of its own seed
+        assert row["tau_lossless"] == lossless.loc[row["seed"], "tau"]
+    args = build_parser().parse_args(
+        ["sweep", "--suite", "humaneval", "--temperature", "0.7", "--seeds", "0,1,1", "--out", str(tmp_path)]
+    )
+    assert (args.temperature, args.seeds) == (0.7, [0, 1])
