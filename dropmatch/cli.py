@@ -41,7 +41,7 @@ from dropmatch.config import (
     criterion_method,
 )
 from dropmatch.decode import cpu_bf16, cpu_name, generate
-from dropmatch.lab import bench, calibrate, headbench, report, suites, sweep
+from dropmatch.lab import bench, calibrate, headbench, probe, report, suites, sweep
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tradeoff import matched_table
@@ -446,6 +446,30 @@ def _cmd_calibrate(args) -> int:
     return 0
 
 
+def _cmd_probe(args) -> int:
+    """The size probe: the same teacher-forced path statistics on each model, the fit, the JSON."""
+    _threads(args.threads)
+    record = probe.run(args.models, args.p_drop, args.k, args.limit, args.max_positions)
+    for m in record["models"]:
+        for r in m["rows"]:
+            print(
+                f"{m['name']} ({m['params'] / 1e6:.0f}M, hidden {m['hidden']}): p_drop {r['p_drop']:g} unanimity "
+                f"{r['unanimity']:.1%} (paper's count {r['unanimity_paper']:.1%}), JS threshold "
+                f"{r['js_threshold']:.4f}, median top-1 margin {r['margin_q50']:.2f}, top-1 accuracy "
+                f"{r['top1_accuracy']:.1%} over {r['positions']} positions"
+            )
+    for p, fit in record["prediction"].items():
+        print(
+            f"p_drop {p}: predicted unanimity (paper's count) at 70B {fit['predicted']:.1%} "
+            f"[{fit['low']:.1%}, {fit['high']:.1%}] from {fit['models']} models; the paper measured 98.4% at 0.3"
+        )
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        record["environment"] = _environment(args)
+        Path(args.json).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    return 0
+
+
 # ---- the parser -----------------------------------------------------------------------------------
 def _add_generate(sub) -> None:
     gen = sub.add_parser("generate", help="decode one prompt and print the text and metrics")
@@ -625,6 +649,26 @@ def _add_analysis(sub) -> None:
     _add_pair(c, lean=False)
     c.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
     c.set_defaults(func=_cmd_calibrate)
+
+    def names(text: str) -> list[str]:
+        out = [t.strip() for t in text.split(",") if t.strip()]
+        unknown = [n for n in out if n not in probe.MODELS]
+        if unknown or not out:
+            raise ValueError(f"models: expected names from {', '.join(probe.MODELS)}, got {text!r}")
+        return out
+
+    p = sub.add_parser("probe", help="how path agreement grows with model size: the same statistics on each model")
+    p.add_argument("--models", type=_arg(names), default=list(probe.MODELS), help="comma-separated (default: all)")
+    p.add_argument(
+        "--p-drop", type=_arg(lambda t: sweep.parse_values(t, "p_drop")), default=[0.1, 0.3], help="dropout rates"
+    )
+    p.add_argument("--k", type=_arg(lambda t: check_setting("K", t)), default=PAPER_SETTING["K"], help="paths K")
+    p.add_argument("--limit", type=_positive, default=40, help="HumanEval problems whose solutions are read")
+    p.add_argument("--max-positions", type=_positive, default=2000, help="positions per model, at most")
+    p.add_argument("--json", default=None, help="write the statistics and the fit here")
+    p.add_argument("--device", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
+    p.set_defaults(func=_cmd_probe)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,15 @@ class EmbeddedModel:
     sha256: str
     original: str  # the hub id of the original model (bf16; a different model from these weights)
     quantisation: str  # what the GGUF file holds, in words
+    # (package, file inside it) of each chunk in order, where the packages do not follow the pair's naming
+    # (f"{package_prefix}{i}" holding data/part{i:02d}.bin)
+    chunks: tuple[tuple[str, str], ...] = ()
+    install_hint: str | None = None  # how to install the chunks, where not requirements-models.txt
+
+    def chunk_files(self) -> list[tuple[str, str]]:
+        if self.chunks:
+            return list(self.chunks)
+        return [(f"{self.package_prefix}{i}", f"data/part{i:02d}.bin") for i in range(1, self.n_parts + 1)]
 
 
 DRAFT = EmbeddedModel(
@@ -70,14 +79,14 @@ def cache_root() -> Path:
 
 def _part_files(model: EmbeddedModel) -> list[Path]:
     parts = []
-    for i in range(1, model.n_parts + 1):
-        spec = importlib.util.find_spec(f"{model.package_prefix}{i}")
+    for package, name in model.chunk_files():
+        spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
             raise FileNotFoundError(
-                f"the embedded model {model.name} needs the package {model.package_prefix}{i}; "
-                f"install the pinned chunks with: {INSTALL_HINT}"
+                f"the model {model.name} needs the package {package}; "
+                f"install the pinned chunks with: {model.install_hint or INSTALL_HINT}"
             )
-        parts.append(Path(next(iter(spec.submodule_search_locations))) / "data" / f"part{i:02d}.bin")
+        parts.append(Path(next(iter(spec.submodule_search_locations))) / name)
     return parts
 
 
@@ -101,7 +110,7 @@ def _join_and_verify(model: EmbeddedModel, out: Path) -> None:
         raise ValueError(
             f"the joined GGUF of {model.name} does not match its pinned checksum "
             f"(got {size} bytes, sha256 {digest.hexdigest()}; expected {model.size} bytes, "
-            f"sha256 {model.sha256}); refusing to load it. Reinstall with: {INSTALL_HINT}"
+            f"sha256 {model.sha256}); refusing to load it. Reinstall with: {model.install_hint or INSTALL_HINT}"
         )
     tmp.rename(out)
 
@@ -146,7 +155,7 @@ def available() -> bool:
         done = cache_root() / model.name / "safetensors"
         if (done / "config.json").exists():
             return True
-        return all(importlib.util.find_spec(f"{model.package_prefix}{i}") for i in range(1, model.n_parts + 1))
+        return all(importlib.util.find_spec(package) for package, _ in model.chunk_files())
 
     return ready(TARGET) and ready(DRAFT)
 

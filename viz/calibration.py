@@ -133,3 +133,74 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
         title_text=f"share of {f'the first {n} ' if n else ''}positions whose argmax moves", rangemode="tozero"
     )
     return style(fig, f"{title} · {moving} of {len(ids)} move it somewhere", HEIGHT)
+
+
+SIZE_COLORS = {0.1: "#a78bfa", 0.3: "#7c3aed"}
+
+
+def size_figure(record: dict) -> go.Figure:
+    """Unanimity (the paper's count: all K votes on one token) against parameter count, log x axis, one series per
+    p_drop, the paper's 70B point, and the fit's prediction at 70B with its 95% interval (`python -m dropmatch
+    probe --json`)."""
+    models = sorted(record.get("models") or [], key=lambda m: m["params"])
+    title = f"Path unanimity vs model size · K {record.get('K', '?')}, teacher-forced HumanEval solutions"
+    if not models:
+        return message_figure("no model probed", title, HEIGHT)
+    paper = record.get("paper") or {}
+    fig = go.Figure()
+    for p_drop in record.get("p_drops") or []:
+        rows = [(m, next(r for r in m["rows"] if r["p_drop"] == p_drop)) for m in models]
+        color = SIZE_COLORS.get(p_drop, "#475569")
+        fig.add_scatter(
+            x=[m["params"] for m, _ in rows],
+            y=[r["unanimity_paper"] for _, r in rows],
+            mode="lines+markers+text",
+            name=f"p_drop {p_drop:g}",
+            text=[m["name"] for m, _ in rows],
+            textposition="top center",
+            textfont={"size": 10},
+            line={"color": color},
+            customdata=[
+                f"<b>{m['name']}</b> ({m['original']}, {m['quantisation']})<br>{m['params'] / 1e6:,.0f}M parameters, "
+                f"hidden {m['hidden']}, vocabulary {m['vocab']:,}<br>p_drop {p_drop:g}: all {record.get('K')} votes "
+                f"on one token at {r['unanimity_paper']:.1%} of {r['positions']} positions (every path on the "
+                f"unmasked top-1: {r['unanimity']:.1%}); mean JS threshold {r['js_threshold']:.4f} nats; median "
+                f"top-1 logit margin {r['margin_q50']:.2f}"
+                for m, r in rows
+            ],
+            hovertemplate="%{customdata}<extra></extra>",
+        )
+        fit = (record.get("prediction") or {}).get(f"{p_drop:g}") or {}
+        if fit.get("predicted") == fit.get("predicted") and fit.get("predicted") is not None and paper:
+            fig.add_scatter(
+                x=[paper["params"]],
+                y=[fit["predicted"]],
+                mode="markers",
+                name=f"fit at 70B, p_drop {p_drop:g} (95% interval)",
+                marker={"symbol": "diamond-open", "size": 12, "color": color},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [fit["high"] - fit["predicted"]],
+                    "arrayminus": [fit["predicted"] - fit["low"]],
+                },
+                hovertemplate=(
+                    f"fit of logit(unanimity) on log10(parameters) over {fit['models']} models, read at 70B: "
+                    f"{fit['predicted']:.1%} [{fit['low']:.1%}, {fit['high']:.1%}]<extra></extra>"
+                ),
+            )
+    if paper:
+        fig.add_scatter(
+            x=[paper["params"]],
+            y=[paper["unanimity_paper"]],
+            mode="markers",
+            name=f"the paper: Llama-3.1-70B, p_drop {paper['p_drop']:g}",
+            marker={"symbol": "star", "size": 16, "color": METHOD_COLORS["lossless"]},
+            hovertemplate=f"the paper's Table 2: {paper['unanimity_paper']:.1%} at p_drop {paper['p_drop']:g}"
+            "<extra></extra>",
+        )
+    return style(fig, title, HEIGHT).update_layout(
+        xaxis={"type": "log", "title": "parameters (log scale)"},
+        yaxis={"title": "unanimity (all K votes on one token)", "tickformat": ".0%", "range": [0, 1.05]},
+        legend={"orientation": "h", "y": -0.25, "x": 0},
+    )
