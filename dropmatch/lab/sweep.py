@@ -210,8 +210,26 @@ def check_manifest(out_dir: str | Path, suite: str, run: dict, design: dict | No
     if old is not None and old != run:
         diff = ", ".join(f"{k}={old.get(k)!r} here, {run.get(k)!r} asked" for k in run if old.get(k) != run.get(k))
         raise ValueError(f"{out_dir} already holds a {suite} sweep with other settings ({diff}); use another --out")
-    manifest[suite] = {"run": run, "design": design or manifest.get(suite, {}).get("design")}
+    manifest[suite] = {"run": run, "design": merge_designs(manifest.get(suite, {}).get("design"), design)}
     write_manifest(out_dir, manifest)
+
+
+def merge_designs(old: dict | None, new: dict | None) -> dict | None:
+    """The design of a directory recorded in parts: the newest command's, with the methods, grid values and rule
+    knobs of the earlier ones kept beside its own (so sweep.json names everything the log holds)."""
+    if not old or not new:
+        return new or old
+
+    def union(a, b) -> list | None:
+        return list(dict.fromkeys([*(a or []), *(b or [])])) or None
+
+    merged = dict(new)
+    merged["methods"] = union(old.get("methods"), new.get("methods"))
+    grid_keys = dict.fromkeys([*(old.get("grid") or {}), *(new.get("grid") or {})])
+    merged["grid"] = {k: union((old.get("grid") or {}).get(k), (new.get("grid") or {}).get(k)) for k in grid_keys}
+    rule_keys = dict.fromkeys([*(old.get("rules") or {}), *(new.get("rules") or {})])
+    merged["rules"] = {k: union((old.get("rules") or {}).get(k), (new.get("rules") or {}).get(k)) for k in rule_keys}
+    return merged
 
 
 def pending(out_dir, suite: str, items: list[SuiteItem], settings: list[Setting]) -> list[tuple[SuiteItem, Setting]]:

@@ -347,3 +347,13 @@ def test_a_sampled_sweep_runs_each_setting_once_per_seed_against_lossless_of_the
         ["sweep", "--suite", "humaneval", "--temperature", "0.7", "--seeds", "0,1,1", "--out", str(tmp_path)]
     )
     assert (args.temperature, args.seeds) == (0.7, [0, 1])
+
+
+def test_a_directory_recorded_in_parts_keeps_every_commands_design(tmp_path):
+    first = {"design": "ofat", "grid": {"p_drop": [0.1, 0.3], "K": None}, "methods": ["lossless", "dropmatch"]}
+    second = {"design": "ofat", "grid": {"p_drop": None}, "methods": ["lossless", "relative"], "rules": {"fly": [0.3]}}
+    check_manifest(tmp_path, "humaneval", {"max_new_tokens": 8}, first | {"rules": {}})
+    check_manifest(tmp_path, "humaneval", {"max_new_tokens": 8}, second)
+    design = json.loads((tmp_path / "sweep.json").read_text())["humaneval"]["design"]
+    assert design["methods"] == ["lossless", "dropmatch", "relative"]
+    assert design["grid"]["p_drop"] == [0.1, 0.3] and design["rules"] == {"fly": [0.3]}
