@@ -11,7 +11,7 @@ import pandas as pd
 
 from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.lab.claims import paper_comparison
-from dropmatch.lab.files import TABLE, read_calibration, read_manifest
+from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe
 from dropmatch.lab.live import LIVE_LIMITS, SUITES, finish, plan, run_live, runner_for, write_table
 from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.report import table_html, verdict_html
@@ -34,7 +34,7 @@ from ui.common import (
     updates,
     user_errors,
 )
-from viz.calibration import dims_figure, unanimity_curve
+from viz.calibration import dims_figure, size_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import kinds_heatmap, score_curves
 
@@ -47,6 +47,7 @@ RECORDED_LABELS = {
     "verdict": "The verdict: every rule on all of HumanEval",
 }
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
+PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size
 VERDICT_PARTS = ("verdict", "score_curves", "kinds")  # the verdict's tables, its curves, where relaxation happens
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
@@ -333,6 +334,16 @@ def layout() -> Parts:
             min_width=340,
             elem_id="lab-dims",
         )
+    probed = read_probe(PROBE) if PROBE.exists() else None
+    gr.Markdown(
+        "#### How path agreement grows with model size\n`python -m dropmatch probe`: the same statistics on every "
+        "model that installs offline here, each reading HumanEval's solutions through its own tokenizer, beside the "
+        "paper's 70B head; the open diamonds read a fit of unanimity on log(parameters) at 70B, with its 95% "
+        "prediction interval."
+    )
+    a["size"] = gr.Plot(
+        size_figure(probed) if probed else None, visible=probed is not None, show_label=False, elem_id="lab-size"
+    )
     return parts(a)
 
 

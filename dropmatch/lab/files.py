@@ -217,3 +217,48 @@ def read_calibration(path: str | Path) -> dict:
         sizes = ", ".join(f"{name} {len(cal['dims'][name])}" for name in DIMS)
         raise ValueError(f"{where}.dims: its columns differ in length ({sizes})")
     return cal
+
+
+# ---- the size probe -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProbedModel:
+    """One model of a size probe: what it is and its statistics per p_drop."""
+
+    name: str
+    original: str
+    quantisation: str
+    params: int
+    hidden: int
+    vocab: int
+    rows: list[dict]  # p_drop, K, positions, unanimity, unanimity_paper, js_threshold, margin_*, top1_accuracy
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A size probe's result (`python -m dropmatch probe --json`)."""
+
+    texts: str
+    K: int
+    p_drops: list[float]
+    max_positions: int
+    models: list[dict]
+    paper: dict
+    prediction: dict
+    environment: dict | None = None
+
+
+PROBE_RANGES = {"p_drop": (0.0, 1.0), "unanimity": (0.0, 1.0), "unanimity_paper": (0.0, 1.0)}
+
+
+def read_probe(path: str | Path) -> dict:
+    """A size-probe file, checked: its fields, each model's, and each row's p_drop and unanimities in [0, 1]."""
+    probe, where = read_json(path), f"{path}: probe"
+    check_fields(probe, Probe, where)
+    for i, model in enumerate(probe["models"]):
+        check_fields(model, ProbedModel, f"{where}.models[{i}]")
+        for j, row in enumerate(model["rows"]):
+            for name, (lo, hi) in PROBE_RANGES.items():
+                _number(row.get(name), f"{where}.models[{i}].rows[{j}].{name}", lo, hi)
+            if row["p_drop"] not in probe["p_drops"]:
+                raise ValueError(f"{where}.models[{i}].rows[{j}].p_drop: {row['p_drop']} is not one of p_drops")
+    return probe

@@ -3,6 +3,7 @@ and total at p_drop 0, the margin quantiles; the fit against model size on point
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -84,3 +85,21 @@ def test_size_figure_draws_each_p_drop_the_fit_and_the_papers_point():
     fits = [t for t in fig.data if t.name.startswith("fit at 70B")]
     assert len(fits) == 2 and fits[0].x[0] == probe.PAPER_POINT["params"]
     assert "no model probed" in size_figure({}).layout.annotations[0].text
+
+
+def test_a_probe_file_is_checked_where_it_is_read(tmp_path):
+    from dropmatch.lab.files import read_probe
+
+    row = {"p_drop": 0.3, "K": 5, "positions": 4, "unanimity": 0.5, "unanimity_paper": 0.6, "js_threshold": 0.1}
+    model = {"name": "a", "original": "a", "quantisation": "q", "params": 10, "hidden": 2, "vocab": 3, "rows": [row]}
+    record = {"texts": "t", "K": 5, "p_drops": [0.3], "max_positions": 4, "models": [model], "paper": {}}
+    path = tmp_path / "size.json"
+    path.write_text(json.dumps(record | {"prediction": {}}))
+    assert read_probe(path)["models"][0]["name"] == "a"
+    bad = record | {"prediction": {}, "models": [model | {"rows": [row | {"unanimity": 1.5}]}]}
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"models\[0\].rows\[0\].unanimity: must lie in \[0, 1\]"):
+        read_probe(path)
+    path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="probe.prediction: missing"):
+        read_probe(path)
