@@ -50,24 +50,28 @@ def paired_bootstrap(
     return float(low), float(high)
 
 
+IN_FLIGHT = 2  # problems a recording may be part-way through (one per worker): a setting this short is still whole
+
+
 def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The scored rows of the settings that ran every problem lossless ran (at the compared gamma), and one row per
-    setting still in progress (rule, knob, problems run, problems lossless ran): a recording made in parts is
-    judged only on settings that are whole, so every tau and pass@1 of the verdict covers the same problems."""
+    """The scored rows of the settings that ran (nearly) every problem any rule ran, restricted to the problems all
+    of them and lossless ran, and one row per setting still in progress (rule, knob, problems run, of how many): a
+    recording made in parts is judged on its whole settings, so every tau and pass@1 covers the same problems. A
+    setting at most `IN_FLIGHT` problems short counts as whole (the problems being decoded as the table was read)."""
     rows = compared_rows(df.dropna(subset=["score"]))
     names = pd.DataFrame({"rule": rows.apply(rule_name, axis=1), "knob": rows.apply(knob_of, axis=1)}, index=rows.index)
-    problems = set(rows.loc[rows["method"] == "lossless", "prompt_id"])
-    counts = (
-        names.assign(prompt_id=rows["prompt_id"])
-        .groupby(["rule", "knob"], dropna=False, sort=False)["prompt_id"]
-        .agg(lambda ids: len(problems & set(ids)))
-    )
-    whole = {key for key, n in counts.items() if n == len(problems) and problems}
-    keep = np.array([r == "lossless" or (r, k) in whole for r, k in zip(names["rule"], names["knob"])], bool)
+    sets = {
+        key: set(ids)
+        for key, ids in rows["prompt_id"].groupby([names["rule"], names["knob"]], dropna=False, sort=False)
+    }
+    most = max((len(ids) for (rule, _), ids in sets.items() if rule != "lossless"), default=0)
+    whole = {key for key, ids in sets.items() if len(ids) >= most - IN_FLIGHT and most}
+    problems = set.intersection(*(sets[key] for key in whole)) if whole else set()
+    keep = np.array([(r, k) in whole or r == "lossless" for r, k in zip(names["rule"], names["knob"])], bool)
     kept = rows[keep & rows["prompt_id"].isin(problems).to_numpy()]
     partial = [
-        {"rule": r, "knob": k, "problems": n, "of": len(problems)}
-        for (r, k), n in counts.items()
+        {"rule": r, "knob": k, "problems": len(ids), "of": most}
+        for (r, k), ids in sets.items()
         if r != "lossless" and (r, k) not in whole
     ]
     return kept, pd.DataFrame(partial, columns=["rule", "knob", "problems", "of"])

@@ -168,3 +168,13 @@ def test_a_sampled_sweep_pairs_each_problem_and_seed(table):
     sampled = pd.concat([table.assign(seed=0), table.assign(seed=1)])
     got = verdict.against_lossless(sampled).set_index(["rule", "knob"]).loc[("DropMatch js+majority", 0.3)]
     assert (got["problems"], got["pairs"], got["lost"], got["gained"]) == (N, 2 * N, 12, 2)
+
+
+def test_settings_a_problem_or_two_short_are_whole_and_judged_on_the_problems_all_ran(table):
+    in_flight = table[
+        ~((table["criterion"] == "typical") & (table["knob"] == 0.1) & (table["prompt_id"] == "HumanEval/163"))
+    ]
+    whole, partial = verdict.complete(in_flight)
+    assert partial.empty  # one problem short: still being decoded, not a setting added later
+    assert set(whole["prompt_id"]) == {f"HumanEval/{i}" for i in range(N - 1)}  # every setting on the same problems
+    assert (whole.groupby(["method", "criterion", "knob", "p_drop"], dropna=False).size() == N - 1).all()

@@ -265,6 +265,24 @@ def test_analysis_tab_shows_the_recorded_sweep(page):
     plot_rendered(page, "#lab-unanimity", "Path unanimity vs p_drop")
     time.sleep(1)
     page.screenshot(path=str(ARTIFACTS / "analysis_relatives.png"), full_page=True)
+    page.locator("#lab-suite label", has_text="The verdict: every rule on all of HumanEval · humaneval").click()
+    plot_rendered(page, "#lab-score_curves", "pass@1 vs mean acceptance length")
+    plot_rendered(page, "#lab-kinds", "Where each rule relaxes")
+    header = page.locator("#lab-verdict th", has_text="best_tau_within_bar").first
+    assert "within the bar" in header.get_attribute("title")
+    assert page.locator("#lab-verdict th", has_text="diff_low").count() >= 1  # the paired interval is shown
+    plot_rendered(page, "#lab-size", "Path unanimity vs model size")
+    page.screenshot(path=str(ARTIFACTS / "analysis_verdict.png"), full_page=True)
+
+
+def test_the_verdict_reads_on_a_phone(phone):
+    phone.get_by_role("tab", name="Analysis").click()
+    phone.locator("#lab-suite label", has_text="The verdict: every rule on all of HumanEval · humaneval").click()
+    plot_rendered(phone, "#lab-score_curves", "pass@1 vs mean acceptance length")
+    no_sideways_scroll(phone)
+    table = phone.locator("#lab-verdict .scroll").first  # a wide table scrolls inside its own box
+    assert table.evaluate("e => e.scrollWidth > e.clientWidth && getComputedStyle(e).overflowX === 'auto'")
+    phone.screenshot(path=str(ARTIFACTS / "analysis_verdict_phone.png"), full_page=True)
 
 
 def test_a_live_sweep_runs_from_the_analysis_tab(page):
