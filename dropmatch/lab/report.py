@@ -135,7 +135,7 @@ COLUMN_DEFINITIONS = (
         "relaxed": "relaxed acceptances inside the scored outputs (ties excluded)",
         "lost_semantic_first": "problems lost against lossless whose first relaxed identifier or number sits on or "
         "above the first line that differs from lossless's passing completion",
-        "of": "problems lossless ran: the setting is still being recorded",
+        "of": "problems the most complete rule has run: the setting is still being recorded",
     }
 )
 PATTERNS = {  # definitions of columns named by a value: "score_at_p0.3", "share identifier"

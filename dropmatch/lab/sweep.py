@@ -3,8 +3,10 @@
 A sweep runs every (prompt, setting) cell once. Settings come from a design around a centre (the paper's
 gamma 5, K 5, p_drop 0.3): `ofat` varies one factor at a time, `grid` takes the full cross product; lossless
 runs once per (prompt, gamma) as the baseline; each relative runs at the centre's gamma at every knob value
-asked for (`rules`). Each finished cell appends one JSON row to `cells.jsonl`, so
-an interrupted sweep resumes where it stopped. `load_sweep` turns that log into the tidy table, with
+asked for (`rules`); a sampled sweep (a run-wide temperature > 0) may repeat every setting once per seed. Each
+finished cell appends one JSON row to `cells.jsonl` (its metrics, score, output, each emitted token's reason and
+where each relaxed acceptance sits), so an interrupted sweep resumes where it stopped, and a directory can be
+recorded in parts. `load_sweep` turns that log into the tidy table, with
 speedup, tau gain and lossiness joined from the lossless row of the same prompt and gamma.
 """
 
