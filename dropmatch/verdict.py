@@ -242,3 +242,30 @@ def problems_note(n: int) -> str:
     if n == BAR_OF:
         return f"within {BAR_PROBLEMS} of {BAR_OF} problems"
     return f"within {BAR_PROBLEMS}/{BAR_OF} of the problems ({BAR_PROBLEMS * n / BAR_OF:.2g} of {n}), a partial run"
+
+
+def at_anchors(df: pd.DataFrame, anchors: list[dict]) -> pd.DataFrame:
+    """DropMatch's pooled tau and pass@1 at each calibration anchor's p_drop (`calibrate`'s picks): measured where the
+    verdict ran that p_drop, else interpolated linearly in p_drop between the two measured p_drops around it, p_drop 0
+    being lossless (greedy DropMatch at p_drop 0 decodes exactly as lossless); empty beyond the last p_drop run."""
+    points = setting_points(df.dropna(subset=["score"]))
+    dm = points[points["rule"] == "DropMatch js+majority"][["knob", "tau", "score"]]
+    base = points[points["method"] == "lossless"]
+    if dm.empty or base.empty:
+        return pd.DataFrame()
+    curve = pd.concat([pd.DataFrame({"knob": [0.0], "tau": base["tau"].iloc[:1], "score": base["score"].iloc[:1]}), dm])
+    curve = curve.drop_duplicates("knob").sort_values("knob")
+    knobs = curve["knob"].to_numpy(float)
+    out = []
+    for a in anchors:
+        p = float(a["p_drop"])
+        if p > knobs.max():
+            tau = score = float("nan")
+            basis = f"beyond the largest p_drop run ({knobs.max():g})"
+        else:
+            tau, score = (float(np.interp(p, knobs, curve[c].to_numpy(float))) for c in ("tau", "score"))
+            hit = np.isclose(knobs, p)
+            lo, hi = knobs[knobs <= p].max(), knobs[knobs >= p].min()
+            basis = "measured there" if hit.any() else f"interpolated between p_drop {lo:g} and {hi:g}"
+        out.append({"anchor": a["anchor"], "p_drop": p, "tau": tau, "score": score, "basis": basis})
+    return pd.DataFrame(out)

@@ -178,3 +178,20 @@ def test_settings_a_problem_or_two_short_are_whole_and_judged_on_the_problems_al
     assert partial.empty  # one problem short: still being decoded, not a setting added later
     assert set(whole["prompt_id"]) == {f"HumanEval/{i}" for i in range(N - 1)}  # every setting on the same problems
     assert (whole.groupby(["method", "criterion", "knob", "p_drop"], dropna=False).size() == N - 1).all()
+
+
+def test_dropmatch_at_the_calibration_anchors(table):
+    anchors = [
+        {"anchor": "unanimity", "p_drop": 0.0015},
+        {"anchor": "effect", "p_drop": 0.1},
+        {"anchor": "JS spread, high end", "p_drop": 0.2},
+        {"anchor": "far", "p_drop": 0.5},
+    ]
+    got = verdict.at_anchors(table, anchors).set_index("anchor")
+    # lossless at p_drop 0 (tau 4.8, 120 solved), DropMatch 0.1 (5.0, 118) and 0.3 (5.4, 115)
+    assert got.loc["unanimity", "tau"] == pytest.approx(4.8 + 0.2 * 0.015)
+    assert got.loc["unanimity", "basis"] == "interpolated between p_drop 0 and 0.1"
+    assert (got.loc["effect", "tau"], got.loc["effect", "score"]) == (pytest.approx(5.0), pytest.approx(118 / N))
+    assert got.loc["effect", "basis"] == "measured there"
+    assert got.loc["JS spread, high end", "score"] == pytest.approx((118 + 115) / 2 / N)
+    assert math.isnan(got.loc["far", "tau"]) and got.loc["far", "basis"].startswith("beyond")

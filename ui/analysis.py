@@ -105,7 +105,9 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     figures = {name: FIGURES[name](df) if name in shown else None for name in FIGURES}
     figures["tradeoff"] = tradeoff(df, measure) if measure else None
     matched = matched_table(df) if measures else pd.DataFrame()
-    verdict, whole = verdict_html(df) if len(df) and df["score"].notna().any() else ("", None)
+    cal = calibration(f"recorded/{df['suite'].iloc[0]}") if len(df) else None
+    scored = len(df) and df["score"].notna().any()
+    verdict, whole = verdict_html(df, (cal or {}).get("anchors")) if scored else ("", None)
     kinds = kinds_table(df) if len(df) else pd.DataFrame()
     return {
         "compare": table_html(paper_comparison(df)) if len(df) else "",

@@ -25,7 +25,16 @@ from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
 from dropmatch.sweep_tables import paired_scores, per_category, rows_at, summary
 from dropmatch.token_kinds import LABELS as KIND_LABELS
 from dropmatch.tradeoff import centre, matched_table
-from dropmatch.verdict import BAR_OF, BAR_PROBLEMS, against_lossless, complete, headline, problems_note, rule_pairs
+from dropmatch.verdict import (
+    BAR_OF,
+    BAR_PROBLEMS,
+    against_lossless,
+    at_anchors,
+    complete,
+    headline,
+    problems_note,
+    rule_pairs,
+)
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import kinds_heatmap, score_curves
 
@@ -135,6 +144,7 @@ COLUMN_DEFINITIONS = (
         "relaxed": "relaxed acceptances inside the scored outputs (ties excluded)",
         "lost_semantic_first": "problems lost against lossless whose first relaxed identifier or number sits on or "
         "above the first line that differs from lossless's passing completion",
+        "anchor": "a calibration anchor (python -m dropmatch calibrate): unanimity, the paper's effect, its JS spread",
         "of": "problems the most complete rule has run: the setting is still being recorded",
     }
 )
@@ -267,10 +277,11 @@ VERDICT_NOTE = (
 )
 
 
-def verdict_html(part: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+def verdict_html(part: pd.DataFrame, anchors: list[dict] | None = None) -> tuple[str, pd.DataFrame]:
     """The verdict's note and tables as HTML (headline, every setting against lossless, rule against rule at
-    DropMatch's taus) and the rows they judge (the whole settings), for a scored suite with a rule beside lossless;
-    ("", empty) otherwise. The report and the Analysis tab show the same."""
+    DropMatch's taus; DropMatch at a calibration's anchors where given) and the rows they judge (the whole settings),
+    for a scored suite with a rule beside lossless; ("", empty) otherwise. The report and the Analysis tab show the
+    same."""
     whole, partial = complete(part)
     table = against_lossless(whole)
     if table.empty:
@@ -290,6 +301,9 @@ def verdict_html(part: pd.DataFrame) -> tuple[str, pd.DataFrame]:
             label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
             out.append(f"<h4>Rule against rule at DropMatch's tau ({label}; each rule's nearest setting)</h4>")
             out.append(table_html(pairs))
+    at = at_anchors(whole, anchors or [])
+    if len(at):
+        out.append("<h4>DropMatch at the calibration's anchors</h4>" + table_html(at))
     return "".join(out), whole
 
 
