@@ -103,3 +103,13 @@ def test_a_probe_file_is_checked_where_it_is_read(tmp_path):
     path.write_text(json.dumps(record))
     with pytest.raises(ValueError, match="probe.prediction: missing"):
         read_probe(path)
+
+
+def test_the_recorded_probe_reads_back():
+    from pathlib import Path
+
+    from dropmatch.lab.files import read_probe
+
+    recorded = read_probe(Path(__file__).parents[2] / "assets" / "probe" / "size.json")
+    assert {m["name"] for m in recorded["models"]} == set(probe.MODELS)
+    assert all(len(m["rows"]) == len(recorded["p_drops"]) for m in recorded["models"])
