@@ -18,6 +18,7 @@ from dropmatch.lab.report import table_html, verdict_html
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import MEASURES, matched_table
+from dropmatch.verdict import complete
 from ui.common import (
     PAIR_CHOICES,
     PAIR_INFO,
@@ -96,9 +97,20 @@ def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
     )
 
 
+def judged(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows the figures and the rule comparisons read: for a scored suite, the settings that ran every problem, on
+    the problems all of them ran (a recording in parts; `verdict.complete`); otherwise every row."""
+    if not len(df) or not df["score"].notna().any() or not (df["method"] == "lossless").any():
+        return df
+    whole, _ = complete(df)
+    return whole if len(whole) else df
+
+
 def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     """The paper comparison, one figure per FIGURES entry (None where it has nothing to show), the matched-tau
-    table and the trade-off measures, the summary."""
+    table and the trade-off measures, the verdict, the summary. A suite recorded in parts shows its whole settings in
+    the figures and comparisons (the summary lists every setting with its count of prompts)."""
+    full, df = df, judged(df)
     shown = set(relevant(df)) if len(df) else set()
     measures = tradeoff_measures(df) if "tradeoff" in shown else []
     measure = measure if measure in measures else (measures[0] if measures else None)
@@ -107,7 +119,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     matched = matched_table(df) if measures else pd.DataFrame()
     cal = calibration(f"recorded/{df['suite'].iloc[0]}") if len(df) else None
     scored = len(df) and df["score"].notna().any()
-    verdict, whole = verdict_html(df, (cal or {}).get("anchors")) if scored else ("", None)
+    verdict, whole = verdict_html(full, (cal or {}).get("anchors")) if scored else ("", None)
     kinds = kinds_table(df) if len(df) else pd.DataFrame()
     return {
         "compare": table_html(paper_comparison(df)) if len(df) else "",
@@ -117,7 +129,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
         "verdict": verdict,
         "score_curves": score_curves(whole) if verdict else None,
         "kinds": kinds_heatmap(kinds) if len(kinds) else None,
-        "summary": table_html(summary(df).drop(columns=["suite"])) if len(df) else "",
+        "summary": table_html(summary(full).drop(columns=["suite"])) if len(full) else "",
     }
 
 
@@ -159,7 +171,7 @@ def redraw_tradeoff(source, measure: str):
     if not source or measure not in MEASURES:
         raise UserError("Open a sweep with relatives first, then pick a quality measure.")
     folder, suite = source
-    df = load_sweep(folder).query("suite == @suite")
+    df = judged(load_sweep(folder).query("suite == @suite"))
     return gr.Plot(value=tradeoff(df, measure), visible=True)
 
 

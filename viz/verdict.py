@@ -70,7 +70,7 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
     return style(fig, title, HEIGHT).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title="pass@1",
-        yaxis_tickformat=".0%",
+        yaxis_tickformat=".1%",
         legend={"orientation": "h", "y": -0.2, "x": 0},
         meta={"band": [low, high]},
     )

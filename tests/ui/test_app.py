@@ -330,3 +330,13 @@ def test_the_recorded_verdict_shows_its_tables_curves_kinds_and_anchors():
     assert "best_tau_within_bar" in c["verdict"] and "diff_low" in c["verdict"] and "a_only" in c["verdict"]
     assert "DropMatch at the calibration's anchors" in c["verdict"]  # assets/calibration/humaneval.json
     assert c["score_curves"] is not None and c["kinds"] is not None
+
+
+def test_a_suite_recorded_in_parts_draws_its_whole_settings_only():
+    folder, suite, part = analysis.recorded_table("verdict/humaneval")
+    first = part[part["method"] == "lossless"].head(3)
+    partial = first.assign(method="relative", criterion="typical", knob=0.99, key=first["key"] + "|partial")
+    c = analysis.content(pd.concat([part, partial]))
+    assert "typical 0.99 (3 of 164)" in c["verdict"]  # named as in progress
+    assert "0.99" not in str(c["tradeoff"].to_dict() if c["tradeoff"] else "") and "typical 0.99" not in str(c["kinds"])
+    assert "0.99" in c["summary"]  # the summary still lists it, with its count
