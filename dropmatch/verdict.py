@@ -77,6 +77,15 @@ def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return kept, pd.DataFrame(partial, columns=["rule", "knob", "problems", "of"])
 
 
+def judged(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows figures and rule comparisons read: for a scored suite with lossless, the whole settings on the problems
+    all of them ran (`complete`); otherwise every row."""
+    if not len(df) or not df["score"].notna().any() or not (df["method"] == "lossless").any():
+        return df
+    whole, _ = complete(df)
+    return whole if len(whole) else df
+
+
 def scores_by_setting(df: pd.DataFrame) -> pd.DataFrame:
     """Problems x settings: the task score (0/1) of every scored setting at the compared gamma, one column per
     (rule, knob) pair (lossless's knob NaN); one row per (problem, seed) where a sampled sweep ran replicates."""

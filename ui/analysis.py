@@ -18,7 +18,7 @@ from dropmatch.lab.report import table_html, verdict_html
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import MEASURES, matched_table
-from dropmatch.verdict import complete
+from dropmatch.verdict import judged
 from ui.common import (
     PAIR_CHOICES,
     PAIR_INFO,
@@ -95,15 +95,6 @@ def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
         f"({len(df)} cells), up to {run.get('max_new_tokens')} new tokens, {run.get('dtype')}, timed on {machine}. "
         f"Read from `{folder.relative_to(ROOT)}`: no model needed. Hover a column name for its definition."
     )
-
-
-def judged(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows the figures and the rule comparisons read: for a scored suite, the settings that ran every problem, on
-    the problems all of them ran (a recording in parts; `verdict.complete`); otherwise every row."""
-    if not len(df) or not df["score"].notna().any() or not (df["method"] == "lossless").any():
-        return df
-    whole, _ = complete(df)
-    return whole if len(whole) else df
 
 
 def content(df: pd.DataFrame, measure: str | None = None) -> dict:

@@ -32,6 +32,7 @@ from dropmatch.verdict import (
     at_anchors,
     complete,
     headline,
+    judged,
     problems_note,
     rule_pairs,
 )
@@ -329,17 +330,20 @@ def _kinds_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
 
 
 def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    parts = [f"<h2>Suite: {html.escape(str(suite))} ({part['prompt_id'].nunique()} prompts)</h2>"]
+    """One suite: its figures and rule comparisons on its whole settings (`verdict.judged`), the verdict, the
+    per-setting table of every setting."""
+    full, part = part, judged(part)
+    parts = [f"<h2>Suite: {html.escape(str(suite))} ({full['prompt_id'].nunique()} prompts)</h2>"]
     names = [name for name in relevant(part) if name != "tradeoff"]  # the trade-off gets its own section
     for i, name in enumerate(names):
         parts.append(_figure_html(FIGURES[name](part), f"{suite}-{name}", inline_js and i == 0))
     parts.append(_tradeoff_section(suite, part, inline_js and not names))
     if part["score"].notna().any():
-        parts.append(_verdict_section(suite, part, inline_js and not names))
+        parts.append(_verdict_section(suite, full, inline_js and not names))
     parts.append(_kinds_section(suite, part, inline_js and not names))
     parts.append(
         "<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>"
-        + table_html(summary(part).drop(columns=["suite"]))
+        + table_html(summary(full).drop(columns=["suite"]))
     )
     if centre(part):
         parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(per_category(part)))

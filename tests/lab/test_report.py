@@ -156,3 +156,13 @@ def test_the_report_renders_the_tables_the_tables_modules_compute(table):
     page = render(part, {})
     assert len(paired_scores(part)) and table_html(paired_scores(part)) in page
     assert len(matched_table(part)) and table_html(matched_table(part)) in page
+
+
+def test_a_suite_recorded_in_parts_reports_its_whole_settings_and_lists_the_rest():
+    verdict_dir = Path(__file__).parents[2] / "assets" / "verdict"
+    part = load_sweep(verdict_dir)
+    first = part[part["method"] == "lossless"].head(3)
+    partial = first.assign(method="relative", criterion="typical", knob=0.99, key=first["key"] + "|partial")
+    page = render(pd.concat([part, partial]), {})
+    assert "typical 0.99 (3 of 164)" in page  # named as still being recorded
+    assert page.count("typical=0.99") == 0 and "typical γ5 epsilon=0.99" not in page  # in no figure
