@@ -83,7 +83,8 @@ def _part_files(model: EmbeddedModel) -> list[Path]:
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
             raise FileNotFoundError(
-                f"the model {model.name} needs the package {package}; "
+                f"the {'embedded ' if model.install_hint is None else ''}model {model.name} needs the package "
+                f"{package}; "
                 f"install the pinned chunks with: {model.install_hint or INSTALL_HINT}"
             )
         parts.append(Path(next(iter(spec.submodule_search_locations))) / name)
