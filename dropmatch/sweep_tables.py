@@ -1,5 +1,5 @@
-"""The tables behind a sweep's report: one row per setting, the centre per category, and each setting's task
-score against lossless problem by problem (exact McNemar test).
+"""The tables behind a sweep's report: one row per setting, the centre per category, and the exact McNemar test and
+problem pairing the verdict's task-score tables use (`dropmatch.verdict`).
 
 Input is a sweep's tidy table (one row per prompt x setting, `dropmatch.lab.sweep.load_sweep`); the trade-off
 points and the rows the rules are compared on come from `dropmatch.tradeoff`. Pure pandas: no model, no HTML
@@ -14,7 +14,7 @@ import pandas as pd
 
 from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import centre, compared_rows, family_of, knob_of, rule_name, setting_points
+from dropmatch.tradeoff import centre, family_of, rule_name
 
 # per setting, the median over prompts of each of these (the rest of `summary` pools or averages)
 MEDIANS = (
@@ -95,34 +95,3 @@ def paired(base: pd.DataFrame, other: pd.DataFrame) -> tuple[pd.DataFrame, int, 
     lost = int(((pairs["score"] == 1) & (pairs["score_other"] == 0)).sum())
     gained = int(((pairs["score"] == 0) & (pairs["score_other"] == 1)).sum())
     return pairs, lost, gained
-
-
-def paired_scores(df: pd.DataFrame) -> pd.DataFrame:
-    """Every setting's task score against lossless on the same problems (same γ): problems lost and gained and
-    the exact McNemar p-value, one row per setting at the compared γ."""
-    scored = df.dropna(subset=["score"])
-    if scored.empty:
-        return pd.DataFrame()
-    points = setting_points(scored).set_index(["rule", "knob"])
-    rows = compared_rows(scored).assign(
-        rule=lambda d: d.apply(rule_name, axis=1), knob=lambda d: d.apply(knob_of, axis=1)
-    )
-    base = rows[rows["method"] == "lossless"]
-    out = []
-    for (rule, knob), part in rows[rows["method"] != "lossless"].groupby(["rule", "knob"], sort=False):
-        pairs, lost, gained = paired(base, part)
-        out.append(
-            {
-                "rule": rule,
-                "family": family_of(rule),
-                "knob": knob,
-                "problems": len(pairs),
-                "tau": points.loc[(rule, knob), "tau"],
-                "score": part["score"].mean(),
-                "score_lossless": pairs["score"].mean(),
-                "lost": lost,
-                "gained": gained,
-                "mcnemar_p": mcnemar_p(lost, gained),
-            }
-        )
-    return pd.DataFrame(out)

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from dropmatch.sweep_tables import mcnemar_p, paired_scores, per_category, summary
+from dropmatch.sweep_tables import mcnemar_p, per_category, summary
+from dropmatch.verdict import against_lossless
 
 MEDIANS = ("acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence", "loadavg")
 
@@ -90,7 +91,7 @@ def test_mcnemar_exact(lost, gained, p):
     assert mcnemar_p(lost, gained) == pytest.approx(p)
 
 
-def test_paired_scores_count_lost_and_gained_problems_per_setting():
+def test_against_lossless_counts_lost_and_gained_problems_per_setting():
     def rows(method, scores, **setting):
         return [
             {
@@ -125,7 +126,8 @@ def test_paired_scores_count_lost_and_gained_problems_per_setting():
         + rows("dropmatch", [1, 1, 0, 0], K=5, p_drop=0.3, criterion="js+majority")
         + rows("dropmatch", [0, 0, 0, 0], K=8, p_drop=0.3, criterion="js+majority")
     )
-    paired = paired_scores(df).set_index("rule")  # DropMatch at the compared K (the paper's 5) only
+    paired = against_lossless(df).set_index("rule")  # DropMatch at the compared K (the paper's 5) only
+    assert len(paired) == 2
     assert paired.loc["DropMatch js+majority", "problems"] == 4
     assert paired.loc["top-k", ["lost", "gained", "problems"]].tolist() == [1, 2, 4]
     assert paired.loc["top-k", "mcnemar_p"] == pytest.approx(mcnemar_p(1, 2)) == 1.0

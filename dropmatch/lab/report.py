@@ -22,7 +22,7 @@ from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
-from dropmatch.sweep_tables import paired_scores, per_category, rows_at, summary
+from dropmatch.sweep_tables import per_category, rows_at, summary
 from dropmatch.token_kinds import LABELS as KIND_LABELS
 from dropmatch.tradeoff import centre, matched_table
 from dropmatch.verdict import (
@@ -263,9 +263,6 @@ def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     matched = matched_table(part)
     if len(matched):
         out.append(table_html(matched))
-    paired = paired_scores(part)
-    if len(paired):
-        out.append("<h4>Task score against lossless, problem by problem</h4>" + table_html(paired))
     for i, measure in enumerate(tradeoff_measures(part)):
         out.append(_figure_html(tradeoff(part, measure), f"{suite}-tradeoff-{measure}", inline_js and i == 0))
     return "".join(out)
