@@ -195,7 +195,7 @@ def matched_knob(curve: pd.DataFrame, target_tau: float, integer: bool = False) 
 SHOWN = ["tau", "speedup", "speedup_cpu", *MEASURES]  # what the matched-tau table gives at each rule's knob
 
 
-def _at_knob(curve: pd.DataFrame, knob: float) -> pd.Series:
+def at_knob(curve: pd.DataFrame, knob: float) -> pd.Series:
     """The curve's values at `knob`: the measured point when there is one, else linear interpolation."""
     pts = curve.sort_values("knob").set_index("knob")
     if any(math.isclose(knob, k, rel_tol=1e-9, abs_tol=1e-12) for k in pts.index):
@@ -241,7 +241,7 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
             rows.append({"rule": rule, "knob_name": knob.name, "knob": None, "basis": f"not reached ({span})"})
             continue
         rows.append(
-            {"rule": rule, "knob_name": knob.name, "knob": found[0], "basis": found[1], **_at_knob(curve, found[0])}
+            {"rule": rule, "knob_name": knob.name, "knob": found[0], "basis": found[1], **at_knob(curve, found[0])}
         )
     out = pd.DataFrame(rows)
     out.insert(1, "family", out["rule"].map(family_of))

@@ -16,7 +16,16 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.sweep_tables import mcnemar_p
-from dropmatch.tradeoff import RULE_KNOBS, compared_rows, family_of, knob_of, matched_knob, rule_name, setting_points
+from dropmatch.tradeoff import (
+    RULE_KNOBS,
+    at_knob,
+    compared_rows,
+    family_of,
+    knob_of,
+    matched_knob,
+    rule_name,
+    setting_points,
+)
 
 BAR_PROBLEMS, BAR_OF = 2, 164  # within 2 of HumanEval's 164 problems of exact decoding: the field's bar
 BOOTSTRAP = 10_000  # resamples of the problems for an interval
@@ -201,10 +210,7 @@ def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, st
     found = matched_knob(curve, tau, integer)
     if found is None:
         return float("nan"), f"not reached (tau {curve['tau'].min():.2f}-{curve['tau'].max():.2f})"
-    pts = curve.sort_values("knob")
-    knob = found[0]
-    score = float(np.interp(knob, pts["knob"].to_numpy(float), pts["score"].to_numpy(float)))
-    return score, found[1]
+    return float(at_knob(curve, found[0])["score"]), found[1]
 
 
 def headline(df: pd.DataFrame, p_drops=REFERENCE_P_DROPS) -> pd.DataFrame:
