@@ -18,6 +18,9 @@ TARGET_ONLY_METHODS = ("target", "truncation")  # the methods that run no draft
 RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptance rule
 MODES = ("or", "replace")
 DRAFT_QUANTS = ("none", "int8")  # the draft's weights: as loaded, or int8 weight-only (dropmatch.quant)
+# What runs the models: torch (the reference, every device), or llama.cpp on the embedded pair's GGUF files with the
+# target's head in torch (dropmatch.llamacpp; optional, CPU)
+ENGINES = ("torch", "llama.cpp")
 # The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
 DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive")
 DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1

@@ -18,10 +18,11 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
+from dropmatch import llamacpp
 from dropmatch.config import RELAXED_METHODS, TARGET_ONLY_METHODS, DecodeConfig, sampling_temperature
 from dropmatch.criteria import RULES, accepted_length, residual_sample
 from dropmatch.evidence import Evidence
-from dropmatch.heads import TargetHead, dropout_masks, path_logits, position_generator
+from dropmatch.heads import TargetHead, dropout_masks, pad_vocab, path_logits, position_generator
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.records import Checked, RoundOutcome, round_records
 from dropmatch.trace import RoundRecord, Trace
@@ -55,21 +56,30 @@ class _Stage:
         """The model's own head in float32, padded to the pair's vocabulary with -inf.  # [n, V]"""
         return pad_vocab(self.head(h), self.vocab)
 
+    def next_logits(self, ids: list[int]) -> torch.Tensor:
+        """Feed new tokens; the logits after the last of them.  # [V]"""
+        return self.logits(self.hidden(ids)[-1:])[0]
+
     def cut(self, keep: int) -> None:
         """Drop cached positions past `keep` (transformers 5: a negative crop removes that many)."""
         self.cache.crop(-max(0, self.length - keep))
 
 
-def pad_vocab(logits: torch.Tensor, vocab: int) -> torch.Tensor:
-    if logits.shape[-1] == vocab:
-        return logits
-    pad = logits.new_full((*logits.shape[:-1], vocab - logits.shape[-1]), float("-inf"))
-    return torch.cat([logits, pad], dim=-1)
+def stages(pair: ModelPair, drafting: bool) -> tuple:
+    """The target's and the draft's stage (None when not drafting), each with a fresh cache, on the pair's engine:
+    torch runs both models; llama.cpp runs both bodies and the draft's head on the GGUF files, and the target's
+    head in torch."""
+    if pair.engine == llamacpp.ENGINE:
+        target_gguf, draft_gguf = pair.gguf
+        target = llamacpp.Stage(target_gguf, pair.vocab_size, head=TargetHead.of(pair.target))
+        return target, llamacpp.Stage(draft_gguf, pair.vocab_size) if drafting else None
+    return _Stage(pair.target, pair.vocab_size), _Stage(pair.draft, pair.vocab_size) if drafting else None
 
 
 def environment(pair: ModelPair) -> dict:
     """Where a trace was decoded: the same run elsewhere can part at a near-tie (bf16 rounds differently by CPU)."""
     return {
+        "engine": pair.engine,
         "device": str(pair.device),
         "dtype": str(pair.target.dtype).removeprefix("torch."),
         "torch": torch.__version__,
@@ -140,8 +150,7 @@ class Decoder:
             draft_vocab=pair.draft_vocab if drafting else None,
         )  # the lean draft, as it ran
         self.pair, self.cfg = pair, config
-        self.target = _Stage(pair.target, pair.vocab_size)
-        self.draft = _Stage(pair.draft, pair.vocab_size) if drafting else None
+        self.target, self.draft = stages(pair, drafting)
         self.rule = RULES[config.criterion] if config.method in RELAXED_METHODS else None
         self.prompt_ids = list(prompt_ids)
         self.T = sampling_temperature(config.temperature)  # distributions are compared at T (1 when greedy)
@@ -181,7 +190,7 @@ class Decoder:
         """The draft proposes k tokens autoregressively and keeps its full log-distributions q.  # [k], [k, V]"""
         tokens, q_logp, feed = [], [], self._unseen(self.draft) if k else []
         for _ in range(k):
-            logits = self.draft.logits(self.draft.hidden(feed)[-1:])[0]  # [V]
+            logits = self.draft.next_logits(feed)  # [V]
             q_logp.append(torch.log_softmax(logits / self.T, -1))
             tokens.append(self._pick(logits))
             feed = [tokens[-1]]

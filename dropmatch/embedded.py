@@ -143,9 +143,18 @@ def ensure_converted(model: EmbeddedModel) -> Path:
     lm.save_pretrained(str(tmp))
     tok.save_pretrained(str(tmp))
     tmp.rename(done)
-    gguf.unlink()  # the safetensors copy replaces it; the chunks stay in site-packages
+    gguf.unlink()  # the safetensors copy replaces it; the chunks stay in site-packages (ensure_gguf joins it again)
     print(f"[dropmatch] {model.name} cached in {done}", flush=True)
     return done
+
+
+def ensure_gguf(model: EmbeddedModel) -> Path:
+    """The joined, verified GGUF file itself, kept in the cache (the llama.cpp engine reads it as it is)."""
+    gguf = cache_root() / model.name / "gguf" / f"{model.name}.gguf"
+    if not gguf.exists():
+        gguf.parent.mkdir(parents=True, exist_ok=True)
+        _join_and_verify(model, gguf)
+    return gguf
 
 
 def available() -> bool:

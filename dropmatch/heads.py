@@ -53,6 +53,14 @@ class TargetHead:
         return z.float()
 
 
+def pad_vocab(logits: torch.Tensor, vocab: int) -> torch.Tensor:
+    """Logits widened to the pair's vocabulary with -inf (a model with a narrower head never proposes those ids)."""
+    if logits.shape[-1] == vocab:
+        return logits
+    pad = logits.new_full((*logits.shape[:-1], vocab - logits.shape[-1]), float("-inf"))
+    return torch.cat([logits, pad], dim=-1)
+
+
 # The radices of the mask seeds (position_seed): each larger than what it multiplies can reach within the settings'
 # ranges (config.RANGES: a position < gamma <= 16, a round < max_new_tokens <= 2048). Primes by history; any larger
 # would do.

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from dataclasses import dataclass
 
 import torch
 
-from dropmatch import embedded
-from dropmatch.config import DRAFT_QUANTS
+from dropmatch import embedded, llamacpp
+from dropmatch.config import DRAFT_QUANTS, ENGINES
 from dropmatch.heads import TargetHead
 from dropmatch.quant import prune_head, quantize
 
@@ -31,6 +32,8 @@ class ModelPair:
     eos_ids: frozenset[int]
     draft_quant: str = "none"  # the draft's weights: DRAFT_QUANTS
     draft_vocab: int | None = None  # the draft head scores only this many frequent tokens; None: all
+    engine: str = "torch"  # what runs the models: ENGINES
+    gguf: tuple[str, str] | None = None  # (target, draft) GGUF files the llama.cpp engine runs
 
     @property
     def device(self) -> torch.device:
@@ -123,10 +126,16 @@ def load_pair(
     device_map: str | None = None,
     draft_quant: str = "none",
     draft_vocab: int | None = None,
+    engine: str = "torch",
 ) -> ModelPair:
-    """Load a pair once per (ids, dtype, device, lean-draft options). Raises ValueError for a bad id or
+    """Load a pair once per (ids, dtype, device, lean-draft options, engine). Raises ValueError for a bad id or
     mismatched tokenizers. draft_quant "int8": the draft's linear layers in int8; draft_vocab N: the draft's
-    head scores only the N most frequent tokens (`dropmatch.quant`)."""
+    head scores only the N most frequent tokens (`dropmatch.quant`). engine "llama.cpp": the embedded pair's
+    GGUF files run in llama.cpp, the target's head in torch (`dropmatch.llamacpp`)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine != "torch":
+        _check_llama(target_id, draft_id, device or "cpu", device_map, draft_quant, draft_vocab)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
     if draft_quant not in DRAFT_QUANTS:
@@ -134,7 +143,25 @@ def load_pair(
     if not target_id or not draft_id:
         raise ValueError("both a target and a draft model id are needed")
     with _LOADING:  # one load at a time: a start-up preload and a first request never load the pair twice
-        return _load_pair(target_id, draft_id, dtype, device or default_device(), device_map, draft_quant, draft_vocab)
+        pair = _load_pair(target_id, draft_id, dtype, device or default_device(), device_map, draft_quant, draft_vocab)
+        return pair if engine == "torch" else _llama_pair(pair)
+
+
+def _check_llama(target_id, draft_id, device, device_map, draft_quant, draft_vocab) -> None:
+    """The llama.cpp engine runs the embedded pair's GGUF files on the CPU, as they are: nothing else."""
+    if target_id != embedded.EMBEDDED_ID or draft_id != embedded.EMBEDDED_ID:
+        raise ValueError("the llama.cpp engine runs the embedded pair only (its GGUF files); use the torch engine")
+    if device != "cpu" or device_map:
+        raise ValueError("the llama.cpp engine runs on the CPU; use the torch engine on other devices")
+    if draft_quant != "none" or draft_vocab is not None:
+        raise ValueError("a lean draft (int8, a pruned head) is a torch-engine option; llama.cpp runs the 4-bit draft")
+    llamacpp.library()
+
+
+@functools.lru_cache(maxsize=1)
+def _llama_pair(pair: ModelPair) -> ModelPair:
+    files = tuple(str(embedded.ensure_gguf(model)) for model in (embedded.TARGET, embedded.DRAFT))
+    return dataclasses.replace(pair, engine=llamacpp.ENGINE, gguf=files)
 
 
 _LOADING = threading.Lock()
@@ -194,6 +221,7 @@ def clear_cache() -> None:
     """Forget every loaded pair (its memory is freed once nothing else holds it)."""
     _load_pair.cache_clear()
     _shared_model.cache_clear()
+    _llama_pair.cache_clear()
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool = False) -> list[int]:
