@@ -21,10 +21,11 @@ import pandas as pd
 import torch
 import transformers
 
-from dropmatch import metrics
+from dropmatch import llamacpp, metrics
 from dropmatch.config import (
     CRITERION_NAMES,
     DRAFT_QUANTS,
+    ENGINES,
     KNOBS,
     METHODS,
     MODES,
@@ -123,9 +124,10 @@ def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: st
         )
 
 
-def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = False) -> None:
+def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = False, engine: bool = False) -> None:
     """The model pair: --target, --draft, --dtype, --device; --device-map where the subcommand can spread a pair;
-    the lean draft (--draft-quant, --draft-vocab) where it decodes with the draft."""
+    the lean draft (--draft-quant, --draft-vocab) where it decodes with the draft; --engine where it can run on
+    llama.cpp."""
     p.add_argument("--target", default=DEFAULT_TARGET, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--draft", default=DEFAULT_DRAFT, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--dtype", default="bfloat16", choices=tuple(DTYPES))
@@ -145,6 +147,14 @@ def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = 
             default=None,
             help="the draft's head scores only the N most frequent tokens (default: all)",
         )
+    if engine:
+        p.add_argument(
+            "--engine",
+            default="torch",
+            choices=ENGINES,
+            help="what runs the models: torch (the reference), or llama.cpp on the embedded pair's GGUF files with "
+            "the target's head in torch (needs requirements-llama.txt)",
+        )
 
 
 # ---- generate ----------------------------------------------------------------------------------
@@ -158,7 +168,14 @@ def decode_config(args: argparse.Namespace, method: str | None, evidence: bool =
 def _cmd_generate(args: argparse.Namespace) -> int:
     config = decode_config(args, args.method, evidence=args.evidence)
     pair = load_pair(
-        args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant, args.draft_vocab
+        args.target,
+        args.draft,
+        args.dtype,
+        args.device,
+        args.device_map,
+        args.draft_quant,
+        args.draft_vocab,
+        engine=args.engine,
     )
     trace = generate(pair, args.prompt, config, chat=args.chat)
     m = metrics.compute(trace)
@@ -195,8 +212,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         lean = load_pair(
             args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant, args.draft_vocab
         )
+    engine = None
+    if args.engine != "torch":  # every method once more on the other engine, beside the torch reference
+        engine = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, engine=args.engine)
     configs = {m: decode_config(args, m) for m in ("target", "lossless", criterion_method(args.criterion))}
-    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, lean)
+    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, lean, engine)
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(
@@ -207,7 +227,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(
             "tau pooled over prompts (N / T, bonus included); tokens/s: mean over prompts; speedups: ratios of "
             "those means; overhead / draft / target share: time in dropout paths + criteria / drafting / the "
-            "target's verify forward, over round time; +int8: the same method with the int8 draft"
+            "target's verify forward, over round time; +int8: the same method with the int8 draft; +llama.cpp: on "
+            "the llama.cpp engine (bodies in llama.cpp, the target's head in torch); llama.cpp / llama.cpp spec: "
+            "llama.cpp alone, plain greedy decoding / greedy speculation with the draft (both heads its own)"
         )
     if args.json:
         Path(args.json).write_text(
@@ -251,14 +273,17 @@ def _cmd_headbench(args: argparse.Namespace) -> int:
 
 # ---- sweep and report -----------------------------------------------------------------------------
 def _environment(args) -> dict:
-    """Where the timings come from: library versions, device, the CPU (and whether it has bf16 arithmetic),
-    threads, niceness, the usable CPUs."""
+    """Where the timings come from: library versions (llama-cpp-python's where a command that can run it has it),
+    device, the CPU (and whether it has bf16 arithmetic), threads, niceness, the usable CPUs."""
     usable = sorted(os.sched_getaffinity(0))
+    llama = hasattr(args, "engine") and llamacpp.available()  # bench's llama.cpp rows, or --engine llama.cpp
+    versions = {"llama_cpp_python": llamacpp.library().__version__} if llama else {}
     return {
         "cpu": cpu_name(),
         "cpu_bf16": cpu_bf16(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
+        **versions,
         "python": platform.python_version(),
         "device": args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
         "threads": torch.get_num_threads(),
@@ -487,7 +512,7 @@ def _add_generate(sub) -> None:
     gen.add_argument("--evidence", action="store_true", help="compute the K paths at every position (for display)")
     gen.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
     _add_settings(gen)
-    _add_pair(gen, device_map=True)
+    _add_pair(gen, device_map=True, engine=True)
     gen.set_defaults(func=_cmd_generate)
 
 
@@ -498,7 +523,7 @@ def _add_bench(sub) -> None:
     p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
     _add_settings(p)
-    _add_pair(p, device_map=True)
+    _add_pair(p, device_map=True, engine=True)
     p.set_defaults(func=_cmd_bench)
 
 

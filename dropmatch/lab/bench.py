@@ -1,6 +1,8 @@
 """`bench`: target-only, lossless, a relaxed method (DropMatch or a relative) and transformers' assisted
 generation, interleaved on one prompt set; with a lean pair (the same target, a quantised draft), lossless and
-the relaxed method once more on it, so the lean draft's speed and acceptance sit beside the stock draft's.
+the relaxed method once more on it, so the lean draft's speed and acceptance sit beside the stock draft's; with
+the llama.cpp engine, every method once more on it; and, where llama-cpp-python is installed, llama.cpp alone as
+a CPU user would run the same GGUF files (its plain decoding, and its greedy speculative decoding with the draft).
 
 Timings on shared machines are noisy, so every method runs on every prompt in one process, in a
 rotating order, and speedups are ratios measured side by side (Spec-Bench: mean tokens/s of a method
@@ -16,13 +18,15 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from dropmatch import metrics
+from dropmatch import embedded, llamacpp, metrics
 from dropmatch.config import RELAXED_METHODS
 from dropmatch.decode import generate
 from dropmatch.lab.suites import SuiteItem
 from dropmatch.models import ModelPair, encode_prompt
 
 ASSISTED = "assisted"  # transformers' assisted generation, beside the decoder's methods
+# llama.cpp alone on the embedded pair's GGUF files, both heads its own: plain decoding, and greedy speculation
+LLAMA_PEERS = {"llama.cpp": False, "llama.cpp spec": True}
 
 
 def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tokens: int) -> dict:
@@ -73,6 +77,45 @@ def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tok
     }  # its rounds are not timed from here
 
 
+def llama_run(
+    gguf: tuple[str, str], vocab: int, eos: frozenset, ids: list[int], gamma: int, n_max: int, spec: bool
+) -> dict:
+    """llama.cpp alone, greedy: the target decoding token by token, or the standard speculative loop over its C API
+    (the draft proposes gamma tokens, the target checks them in one batch, the longest prefix matching its argmax is
+    kept with the target's own token after it: lossless, so the output equals plain decoding up to batch rounding).
+    tau = new tokens / target forwards."""
+    target = llamacpp.Stage(gguf[0], vocab)
+    draft = llamacpp.Stage(gguf[1], vocab) if spec else None
+    out, forwards, start = [], 0, time.perf_counter()
+    while len(out) < n_max and not (out and out[-1] in eos):
+        context = ids + out
+        k = min(gamma, n_max - len(out) - 1) if draft is not None else 0
+        drafts, feed = [], context[draft.length :] if k else []
+        for _ in range(k):
+            drafts.append(int(draft.next_logits(feed).argmax()))
+            feed = drafts[-1:]
+        best = target.last_logits(context[target.length :] + drafts, k + 1).argmax(-1).tolist()
+        forwards += 1
+        a = next((j for j in range(k) if best[j] != drafts[j]), k)
+        new = drafts[:a] + [best[a]]
+        end = next((j for j, tok in enumerate(new) if tok in eos), None)
+        out += new[: (end + 1) if end is not None else n_max - len(out)]
+        for stage in (target, draft):
+            if stage is not None:
+                stage.cut(len(ids) + len(out) - 1)
+    wall = time.perf_counter() - start
+    return {
+        "tau": len(out) / forwards,
+        "acceptance_rate": None,
+        "tokens_per_s": len(out) / wall,
+        "n_tokens": len(out),
+        "token_ids": out,
+        "overhead_share": 0.0,
+        "draft_share": None,
+        "target_share": None,
+    }
+
+
 def lean_label(pair: ModelPair) -> str:
     """A lean draft's options in a method name: "int8", "v32768", "int8+v32768"."""
     parts = [pair.draft_quant] * (pair.draft_quant != "none") + [f"v{pair.draft_vocab}"] * bool(pair.draft_vocab)
@@ -86,19 +129,27 @@ def run_bench(
     gamma: int,
     max_new_tokens: int,
     lean: ModelPair | None = None,
+    engine: ModelPair | None = None,
 ) -> pd.DataFrame:
     """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on `lean`, each of them
-    but target-only (named "lossless+int8", "lossless+int8+v32768", ...); assisted generation with `pair`'s
-    draft. Methods rotate their order from prompt to prompt."""
+    but target-only (named "lossless+int8", "lossless+int8+v32768", ...); on `engine` (the pair on another
+    engine), each of them ("lossless+llama.cpp", ...); assisted generation with `pair`'s draft; and llama.cpp's own
+    decoding (LLAMA_PEERS) where it is installed and the pair is the embedded one on the CPU. Methods rotate their
+    order from prompt to prompt."""
     runs = {m: (pair, c) for m, c in configs.items()}
     if lean is not None:
         runs |= {f"{m}+{lean_label(lean)}": (lean, c) for m, c in configs.items() if c.method != "target"}
+    if engine is not None:
+        runs |= {f"{m}+{engine.engine}": (engine, c) for m, c in configs.items()}
+    gguf = engine.gguf if engine is not None else peer_files(pair)
     # Warm-up: first calls pay for allocation and kernel selection.
     relaxed = next((c for c in configs.values() if c.method in RELAXED_METHODS), next(iter(configs.values())))
     for warm in {id(p): p for p, _ in runs.values()}.values():
         generate(warm, "Hello", dataclasses.replace(relaxed, max_new_tokens=4))
+    if gguf:
+        llama_run(gguf, pair.vocab_size, pair.eos_ids, encode_prompt(pair.tokenizer, "Hello"), gamma, 4, True)
     rows = []
-    order = [*runs, ASSISTED]
+    order = [*runs, ASSISTED, *(LLAMA_PEERS if gguf else ())]
     for i, item in enumerate(tqdm(prompts, desc="bench")):
         chat = item.chat
         ids = encode_prompt(pair.tokenizer, item.prompt, chat)
@@ -107,6 +158,9 @@ def run_bench(
             cpu = time.process_time()
             if method == ASSISTED:
                 m = assisted_run(pair, ids, gamma, max_new_tokens)
+                outputs[method] = m.pop("token_ids")
+            elif method in LLAMA_PEERS:
+                m = llama_run(gguf, pair.vocab_size, pair.eos_ids, ids, gamma, max_new_tokens, LLAMA_PEERS[method])
                 outputs[method] = m.pop("token_ids")
             else:
                 run_pair, config = runs[method]
@@ -135,8 +189,30 @@ def run_bench(
                 }
             )
         for row in rows[-len(order) :]:
-            row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs["lossless"])[1]
+            exact = reference(row["method"], engine)
+            row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs[exact])[1]
     return pd.DataFrame(rows)
+
+
+def reference(method: str, engine: ModelPair | None) -> str:
+    """The exact decoding a method's output is compared with: lossless on the same engine (llama.cpp's plain
+    decoding for its own loops), since engines are slightly different models."""
+    if method in LLAMA_PEERS:
+        return "llama.cpp"
+    if engine is not None and method.endswith(f"+{engine.engine}"):
+        return f"lossless+{engine.engine}"
+    return "lossless"
+
+
+def peer_files(pair: ModelPair) -> tuple[str, str] | None:
+    """The GGUF files llama.cpp would run for this pair: the embedded pair on the CPU, where llama-cpp-python is
+    installed; else None (no peer rows)."""
+    if pair.gguf:
+        return pair.gguf
+    embedded_ids = (pair.target_id, pair.draft_id) == (embedded.EMBEDDED_ID,) * 2
+    if not (embedded_ids and pair.device.type == "cpu" and llamacpp.available()):
+        return None
+    return tuple(str(embedded.ensure_gguf(model)) for model in (embedded.TARGET, embedded.DRAFT))
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -158,6 +234,9 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     out.insert(3, "speedup_vs_target", out["tokens_per_s"] / out.loc["target", "tokens_per_s"])
     out.insert(4, "speedup_vs_lossless", out["tokens_per_s"] / out.loc["lossless", "tokens_per_s"])
     out.insert(5, "speedup_vs_assisted", out["tokens_per_s"] / out.loc[ASSISTED, "tokens_per_s"])
-    for base in ("lossless", ASSISTED):  # the same ratios in CPU time
+    peer = "llama.cpp" if "llama.cpp" in out.index else None  # plain decoding a CPU user would pick
+    if peer:
+        out.insert(6, "speedup_vs_llama.cpp", out["tokens_per_s"] / out.loc[peer, "tokens_per_s"])
+    for base in ("lossless", ASSISTED, *([peer] if peer else [])):  # the same ratios in CPU time
         out[f"cpu_speedup_vs_{base}"] = out["tokens_per_cpu_s"] / out.loc[base, "tokens_per_cpu_s"]
     return out

@@ -42,3 +42,26 @@ def test_summary_ratios_are_ratios_of_mean_speeds(table):
     )
     assert s.loc[bench.ASSISTED, "cpu_speedup_vs_assisted"] == pytest.approx(1.0)
     assert bench.lean_label(ModelPair(None, None, None, "t", "d", frozenset(), "int8", 4096)) == "int8+v4096"
+
+
+def test_each_row_is_compared_with_lossless_on_its_own_engine():
+    engine = ModelPair(None, None, None, "embedded", "embedded", frozenset(), engine="llama.cpp")
+    assert bench.reference("dropmatch+llama.cpp", engine) == "lossless+llama.cpp"
+    assert bench.reference("target+llama.cpp", engine) == "lossless+llama.cpp"
+    assert bench.reference("llama.cpp spec", engine) == "llama.cpp" == bench.reference("llama.cpp", None)
+    assert bench.reference("dropmatch+int8", engine) == "lossless" == bench.reference("dropmatch", None)
+
+
+def test_speedups_against_llama_cpp_where_its_rows_ran():
+    import pandas as pd
+
+    speeds = {"target": 2.0, "lossless": 3.0, bench.ASSISTED: 2.5, "llama.cpp": 8.0, "llama.cpp spec": 4.0}
+    rows = [
+        {"method": m, "tau": 1.0, "n_tokens": 10, "tokens_per_s": v, "tokens_per_cpu_s": v / 2, "acceptance_rate": None}
+        | {"equal_to_lossless": 1.0, "overhead_share": 0.0, "draft_share": None, "target_share": None}
+        for m, v in speeds.items()
+    ]
+    s = bench.summarise(pd.DataFrame(rows))
+    assert s.loc["lossless", "speedup_vs_llama.cpp"] == pytest.approx(3.0 / 8.0)
+    assert s.loc["llama.cpp spec", "cpu_speedup_vs_llama.cpp"] == pytest.approx(0.5)
+    assert "speedup_vs_llama.cpp" not in bench.summarise(pd.DataFrame(rows[:3])).columns
