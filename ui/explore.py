@@ -20,7 +20,6 @@ from ui.common import (
     DEFAULTS,
     PAIR_CHOICES,
     PAIR_INFO,
-    ROOT,
     Parts,
     UserError,
     bind,
@@ -117,12 +116,12 @@ def _controls() -> dict:
             with gr.Row():
                 c["chat"] = gr.Checkbox(value=True, label="Chat format", info="wrap the prompt in the chat template")
                 c["pair"] = gr.Dropdown(PAIR_CHOICES, value=default_pair(), label="Model pair", info=PAIR_INFO, scale=2)
-            examples = json.loads((ROOT / "assets/examples.json").read_text(encoding="utf-8"))
-            gr.Examples(
+            examples = runs.examples()
+            c["examples"] = gr.Examples(
                 [[e["prompt"], e["chat"]] for e in examples],
                 [c["prompt"], c["chat"]],
                 example_labels=[e["label"] for e in examples],
-                label="Examples",
+                label="Examples (each opens its recorded runs at once; Run decodes it live)",
             )
             with gr.Row():
                 c["run"] = gr.Button("▶ Run", variant="primary", elem_id="run-btn")
@@ -318,6 +317,17 @@ def open_files(v: Parts, files) -> dict:
     return shown(v, runs.read_traces(files), "Opened from file")
 
 
+def open_example(v: Parts, prompt, chat) -> dict:
+    """A picked example: its recorded runs at once (no model needed), as the first screen opens; Run decodes it
+    live with the settings they restore."""
+    traces = runs.recorded_example(prompt, chat)
+    if traces is None:  # an example without a recording: the prompt is in the box, nothing else changes
+        return {v["status"]: "Example loaded: press **Run** to decode it.", v["traces"]: {}}
+    env = traces[RUNS[0]].environment
+    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')})"
+    return shown(v, traces, "Recorded example (no model needed)", f" · decoded in {where}; Run decodes it live")
+
+
 def open_recorded(v: Parts) -> dict:
     """The recorded example (no model needed), and where it was decoded: a live run elsewhere can part from it."""
     traces = runs.recorded()
@@ -439,6 +449,8 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     stop = v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
     stop.then(**relabel).then(**idle)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
+    picked = {"fn": bind(open_example, v), "inputs": pick(v, ("prompt", "chat")), "outputs": out}
+    v["examples"].load_input_event.then(**picked, api_visibility="private").then(**restore)
     v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**restore)
     demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)
     v["criterion"].change(bind(relaxed_label, v), v["criterion"], labels[:1], api_visibility="private")

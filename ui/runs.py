@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from dropmatch.config import DecodeConfig
+from dropmatch.config import SETTINGS, DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, token_table
 from dropmatch.schema import MAX_BYTES, parse_json
 from dropmatch.trace import Trace
 from ui.common import (
     APP_VOCAB,
+    DEFAULTS,
     ROOT,
     UserError,
     check_prompt,
@@ -26,6 +28,8 @@ from ui.common import (
 from viz.summary import RUNS, measure, traces_from_data
 
 RECORDED = {name: ROOT / f"assets/traces/story_{name.lower()}.json" for name in RUNS}
+EXAMPLES = ROOT / "assets/examples.json"
+EXAMPLE_TRACES = ROOT / "assets/traces/examples"  # each example's two runs at the app's defaults
 
 
 def validate(prompt, settings: dict) -> tuple[str, dict[str, DecodeConfig]]:
@@ -102,3 +106,44 @@ def read_traces(files) -> dict[str, Trace]:
 def recorded() -> dict[str, Trace]:
     """The recorded example in assets/traces: both runs of one prompt, no model needed."""
     return {name: Trace.from_json(path) for name, path in RECORDED.items()}
+
+
+def examples() -> list[dict]:
+    """The example prompts under the prompt box: label, prompt, chat."""
+    return json.loads(EXAMPLES.read_text(encoding="utf-8"))
+
+
+def example_files(index: int) -> dict[str, Path]:
+    return {name: EXAMPLE_TRACES / f"{index:02d}_{name.lower()}.json" for name in RUNS}
+
+
+def recorded_example(prompt: str, chat) -> dict[str, Trace] | None:
+    """The recorded runs of the example with this prompt and chat format (no model needed); None for any other
+    prompt, or an example not recorded."""
+    for i, example in enumerate(examples()):
+        files = example_files(i)
+        if (
+            example["prompt"] == prompt
+            and bool(example["chat"]) == bool(chat)
+            and all(f.exists() for f in files.values())
+        ):
+            return {name: Trace.from_json(path) for name, path in files.items()}
+    return None
+
+
+def record_examples() -> list[Path]:
+    """Decode every example at the app's defaults on the default pair, as Run would, and write both runs' traces."""
+    settings = {name: DEFAULTS.get(name) for name in SETTINGS}
+    EXAMPLE_TRACES.mkdir(parents=True, exist_ok=True)
+    written = []
+    for i, example in enumerate(examples()):
+        traces = dict(rounds(default_pair(), example["prompt"], configs(settings), example["chat"]))
+        for name, path in example_files(i).items():
+            traces[name].to_json(path)
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # python -m ui.runs: record the examples' traces
+    for path in record_examples():
+        print(path.relative_to(ROOT))

@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 import app
+from ui import runs
 from viz.theme import DIVERGENCE_MARK, REASON_COLORS
 
 CHROMIUM = "/usr/bin/chromium"
@@ -159,6 +160,21 @@ def plot_rendered(page, selector: str, text: str = "") -> None:
         page.wait_for_function(
             "([sel, t]) => document.querySelector(sel).innerText.includes(t)", arg=[selector, text], **POLL
         )
+
+
+def test_an_example_opens_its_recorded_runs_at_once(page):
+    example = next(e for e in runs.examples() if e["label"] == "Math word problem")
+    recorded = runs.recorded_example(example["prompt"], example["chat"])
+    page.get_by_role("button", name="Math word problem").click()
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Natalia"), timeout=15_000)
+    start = recorded["lossless"].text.strip()[:24]
+    page.wait_for_function(
+        "([t]) => document.querySelector('#out-lossless').innerText.replace(/\\s+/g, ' ').includes(t)",
+        arg=[re.sub(r"\s+", " ", start)],
+        **POLL,
+    )
+    assert "Recorded example" in page.locator("#status").inner_text()
+    assert page.locator("#out-dropmatch .token").count() >= len(recorded["DropMatch"].token_ids)
 
 
 def test_run_an_example_and_inspect_a_token(page):

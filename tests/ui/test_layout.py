@@ -109,3 +109,28 @@ def test_a_bad_setting_is_one_clear_error_before_anything_loads(changes, message
         runs.validate("def f(x):", settings)
     cfgs = runs.validate("def f(x):", {name: DEFAULTS.get(name) for name in SETTINGS} | {"knob": "x"})[1]
     assert cfgs["DropMatch"].knob is None and cfgs["lossless"].method == "lossless"  # DropMatch takes no knob
+
+
+def test_every_example_opens_its_recorded_runs_at_the_apps_defaults(view):
+    names = {component: name for name, component in view.items()}
+    defaults = runs.configs({name: DEFAULTS.get(name) for name in SETTINGS})
+    for example in runs.examples():
+        traces = runs.recorded_example(example["prompt"], example["chat"])
+        assert traces is not None, f"{example['label']!r} has no recorded runs: python -m ui.runs records them"
+        for name in RUNS:  # what Run decodes from the restored settings
+            assert traces[name].prompt == example["prompt"] and traces[name].chat == example["chat"]
+            assert traces[name].config == defaults[name].to_dict()
+            assert traces[name].finish is not None and traces[name].token_ids
+        out = {names[c]: value for c, value in explore.open_example(view, example["prompt"], example["chat"]).items()}
+        assert out["traces"] == traces and out["status"].startswith("**Recorded example")
+        restored = {names[c]: value for c, value in explore.restored(view, traces).items()}
+        assert restored["prompt"] == example["prompt"] and restored["draft_quant"] == DEFAULTS["draft_quant"]
+
+
+def test_a_prompt_that_is_no_example_opens_nothing(view):
+    names = {component: name for name, component in view.items()}
+    assert runs.recorded_example("def f(x):", False) is None
+    example = runs.examples()[0]
+    assert runs.recorded_example(example["prompt"], not example["chat"]) is None  # the chat format is part of it
+    out = {names[c]: value for c, value in explore.open_example(view, "def f(x):", False).items()}
+    assert out["traces"] == {} and "press **Run**" in out["status"]
