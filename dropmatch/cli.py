@@ -139,7 +139,8 @@ def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = 
             "--draft-quant",
             default="none",
             choices=DRAFT_QUANTS,
-            help="the draft's weights: none, or int8 weight-only (per-channel scales; pays with bf16)",
+            help="the draft's weights: none, int8 weight-only (per-channel scales; pays with bf16), or int4 in groups "
+            "of 32 (CPU only)",
         )
         p.add_argument(
             "--draft-vocab",

@@ -17,7 +17,8 @@ METHODS = ("target", "lossless", "dropmatch", "relative", "truncation")
 TARGET_ONLY_METHODS = ("target", "truncation")  # the methods that run no draft
 RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptance rule
 MODES = ("or", "replace")
-DRAFT_QUANTS = ("none", "int8")  # the draft's weights: as loaded, or int8 weight-only (dropmatch.quant)
+# the draft's weights: as loaded, int8 weight-only, or int4 in groups of 32 (CPU; dropmatch.quant)
+DRAFT_QUANTS = ("none", "int8", "int4")
 # What runs the models: torch (the reference, every device), or llama.cpp on the embedded pair's GGUF files with the
 # target's head in torch (dropmatch.llamacpp; optional, CPU)
 ENGINES = ("torch", "llama.cpp")

@@ -1,4 +1,4 @@
-"""A lean draft: weight-only int8 for every linear layer of the draft model, and a pruned draft head (the
+"""A lean draft: weight-only int8 (or int4) for every linear layer of the draft model, and a pruned draft head (the
 target stays exact).
 
 Per-output-channel symmetric scales (w ≈ scale[o] · q[o, i], q in [-127, 127]) and torch's int8 weight-only
@@ -6,6 +6,11 @@ matmul on the CPU (`torch._weight_int8pack_mm`), which reads a quarter of the fl
 It pays where the activations are bf16 (about 2x per matmul on this project's CPU); in float32 the kernel is
 slower than dense, so use it with a bf16 pair. On other devices the same product is dequantised on the fly
 (correct, not faster: a GPU wants its own int8 kernels).
+
+int4 (CPU only): one scale and zero per group of 32 inputs, asymmetric (the group's minimum is code 0, its maximum
+code 15), run by torch's packed int4 kernel (`torch._weight_int4pack_mm_for_cpu`): an eighth of float32's bytes, and
+at one row, as a draft step is, about 3-4x a bf16 product on this project's CPU. The embedded draft's weights are
+GGUF Q4_K blocks, 32 wide like these groups, so most groups land back on their own grid.
 
 Speculative decoding stays lossless with any draft: the target verifies every token, and q, the distribution
 the tests read, is the one the quantised draft produced. The draft's acceptance can change (its argmax can move
@@ -64,6 +69,70 @@ class Int8Linear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, int8 weights"
 
 
+INT4_GROUP = 32  # weights per scale and zero along the input dimension (a GGUF Q4_K sub-block is 32 wide too)
+
+
+class Int4Linear(nn.Module):
+    """A linear layer with 4-bit weights, one scale and zero per group of INT4_GROUP inputs, in torch's packed CPU
+    format (w = (q - 8) * scale + zero, q in 0..15), run by `torch._weight_int4pack_mm_for_cpu`."""
+
+    def __init__(self, packed: torch.Tensor, scales_zeros: torch.Tensor, shape: tuple[int, int], bias=None):
+        super().__init__()
+        self.register_buffer("packed", packed)
+        self.register_buffer("scales_zeros", scales_zeros)  # [in / group, out, 2]
+        self.register_buffer("bias", bias)
+        self.out_features, self.in_features = shape
+
+    @staticmethod
+    def fits(linear: nn.Linear) -> bool:
+        """Whether torch's kernel takes this shape: whole groups of inputs, outputs in multiples of 16."""
+        out, inp = linear.weight.shape
+        return inp % INT4_GROUP == 0 and out % 16 == 0
+
+    @classmethod
+    def of(cls, linear: nn.Linear) -> Int4Linear:
+        """`linear` quantised per group of INT4_GROUP inputs, asymmetric: the group's minimum is code 0, its maximum
+        code 15."""
+        w = linear.weight.detach().float()
+        out, inp = w.shape
+        groups = w.reshape(out, inp // INT4_GROUP, INT4_GROUP)
+        low, high = groups.amin(-1), groups.amax(-1)
+        scale = ((high - low) / 15).clamp_min(1e-12)  # [out, groups]
+        q = torch.round((groups - low[..., None]) / scale[..., None]).clamp(0, 15).reshape(out, inp)
+        packed = torch._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), 1)
+        zero = low + 8 * scale  # torch's format: w = (q - 8) * scale + zero
+        scales_zeros = torch.stack([scale, zero], -1).transpose(0, 1).contiguous().to(linear.weight.dtype)
+        bias = None if linear.bias is None else linear.bias.detach().clone()
+        return cls(packed, scales_zeros, (out, inp), bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scales_zeros.dtype).contiguous()  # [n, in]
+        y = torch._weight_int4pack_mm_for_cpu(flat, self.packed, INT4_GROUP, self.scales_zeros)
+        y = y.reshape(*x.shape[:-1], self.out_features)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, int4 weights (groups of {INT4_GROUP})"
+        )
+
+
+def quantize_int4(model: nn.Module) -> int:
+    """Replace every nn.Linear of `model` whose shape torch's int4 kernel takes (its LM head included) by an
+    Int4Linear, in place; the count replaced. CPU only: torch has no int4 kernel of this format elsewhere."""
+    if next(model.parameters()).device.type != "cpu":
+        raise ValueError("the int4 draft runs on the CPU only (torch's packed int4 kernel); use int8 or none")
+    swaps = [
+        (parent, name, child)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+        if isinstance(child, nn.Linear) and Int4Linear.fits(child)
+    ]
+    for parent, name, child in swaps:
+        setattr(parent, name, Int4Linear.of(child))
+    return len(swaps)
+
+
 def quantize_int8(model: nn.Module) -> int:
     """Replace every nn.Linear of `model` (its LM head included) by an Int8Linear, in place; the count replaced.
     A head tied to the input embeddings is untied: the embeddings keep their own weights."""
@@ -84,6 +153,8 @@ def quantize(model: nn.Module, kind: str) -> nn.Module:
         raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {kind!r}")
     if kind == "int8":
         quantize_int8(model)
+    elif kind == "int4":
+        quantize_int4(model)
     return model
 
 
@@ -127,6 +198,8 @@ class PrunedHead(nn.Module):
 def prune_head(model: nn.Module, tokenizer, n: int) -> nn.Module:
     """The model with its LM head scoring only `frequent_ids(tokenizer, n)`, in place."""
     head = model.get_output_embeddings()
+    if isinstance(head, Int4Linear):
+        raise ValueError("a pruned draft head goes with the stock or the int8 draft, not int4")
     if not 1 <= n < head.out_features:
         raise ValueError(f"the draft vocabulary must be an integer in [1, {head.out_features - 1}]; got {n!r}")
     model.set_output_embeddings(PrunedHead(head, frequent_ids(tokenizer, n)))

@@ -1,4 +1,4 @@
-"""The lean draft: int8 weight-only layers, and speculative decoding with them staying lossless."""
+"""The lean draft: int8 and int4 weight-only layers, and speculative decoding with them staying lossless."""
 
 from __future__ import annotations
 
@@ -6,10 +6,20 @@ import pytest
 import torch
 from torch import nn
 
+from dropmatch import metrics
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate
 from dropmatch.models import ModelPair
-from dropmatch.quant import Int8Linear, dequantised_product, quantize, quantize_int8
+from dropmatch.quant import (
+    INT4_GROUP,
+    Int4Linear,
+    Int8Linear,
+    dequantised_product,
+    prune_head,
+    quantize,
+    quantize_int4,
+    quantize_int8,
+)
 
 PROMPTS = ["def add(a, b):", "The quick brown fox"]
 
@@ -44,8 +54,8 @@ def test_quantize_replaces_every_linear_and_refuses_an_unknown_kind(tiny_pair):
     assert quantize_int8(draft) == linears > 0
     assert not any(isinstance(m, nn.Linear) for m in draft.modules())
     assert draft.get_output_embeddings().weight.dtype == torch.int8
-    with pytest.raises(ValueError, match="draft quantisation must be one of none, int8"):
-        quantize(draft, "int4")
+    with pytest.raises(ValueError, match="draft quantisation must be one of none, int8, int4"):
+        quantize(draft, "int2")
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +137,63 @@ def test_the_fallback_product_equals_the_int8_kernel():
     x = torch.randn(5, 48)
     kernel = torch._weight_int8pack_mm(x, lean.weight, lean.scales)
     assert torch.allclose(dequantised_product(x, lean.weight, lean.scales), kernel, atol=1e-4)
+
+
+def int4_grid(out: int, inp: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights that int4 holds exactly: per group of inputs, its minimum plus whole steps 0..15 (both ends used)."""
+    torch.manual_seed(1)
+    groups = inp // INT4_GROUP
+    low, step = torch.randn(out, groups, 1), torch.rand(out, groups, 1) + 0.1
+    q = torch.randint(0, 16, (out, groups, INT4_GROUP)).float()
+    q[..., 0], q[..., 1] = 0, 15
+    return (low + q * step).reshape(out, inp), step.reshape(out, groups)
+
+
+def test_int4_linear_is_exact_on_weights_its_grid_holds():
+    w, _ = int4_grid(16, 64)
+    linear = nn.Linear(64, 16, bias=True)
+    with torch.no_grad():
+        linear.weight.copy_(w)
+    lean = Int4Linear.of(linear)
+    x = torch.randn(3, 64)
+    assert torch.allclose(lean(x), linear(x), atol=1e-4)
+
+
+def test_int4_linear_error_is_bounded_by_half_a_step():
+    torch.manual_seed(2)
+    linear = nn.Linear(64, 16, bias=False)
+    lean = Int4Linear.of(linear)
+    restored = lean(torch.eye(64)).T  # row o: the weights the kernel multiplies by  # [16, 64]
+    groups = linear.weight.detach().reshape(16, 2, INT4_GROUP)
+    step = (groups.amax(-1) - groups.amin(-1)) / 15
+    error = (restored - linear.weight.detach()).abs().reshape(16, 2, INT4_GROUP)
+    assert (error <= step[..., None] / 2 + 1e-5).all() and error.max() > 0
+
+
+def test_int4_replaces_the_layers_its_kernel_takes_on_a_cpu_only(tiny_pair):
+    from tiny_pair import tiny_models
+
+    _, draft = tiny_models(len(tiny_pair.tokenizer))
+    fitting = [m for m in draft.modules() if isinstance(m, nn.Linear) and Int4Linear.fits(m)]
+    assert quantize_int4(draft) == len(fitting) > 0
+    assert all(Int4Linear.fits(m) is False for m in draft.modules() if isinstance(m, nn.Linear))  # the rest stay
+    with pytest.raises(ValueError, match="CPU only"):
+        quantize_int4(tiny_models(len(tiny_pair.tokenizer))[1].to("meta"))
+    int4_head = tiny_models(len(tiny_pair.tokenizer))[1]
+    int4_head.set_output_embeddings(Int4Linear.of(nn.Linear(32, 16 * (len(tiny_pair.tokenizer) // 16 + 1))))
+    with pytest.raises(ValueError, match="not int4"):
+        prune_head(int4_head, tiny_pair.tokenizer, 30)
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_lossless_with_the_int4_draft_equals_target_greedy(tiny_pair, prompt):
+    from tiny_pair import tiny_models
+
+    target, draft = tiny_models(len(tiny_pair.tokenizer))
+    lean = ModelPair(target, quantize(draft, "int4"), tiny_pair.tokenizer, "t", "d", frozenset(), "int4")
+    cfg = {"max_new_tokens": 24}
+    reference = generate(lean, prompt, DecodeConfig(method="target", **cfg)).token_ids
+    lossless = generate(lean, prompt, DecodeConfig(method="lossless", draft_quant="int4", **cfg))
+    dm = generate(lean, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, draft_quant="int4", **cfg))
+    assert lossless.token_ids == reference == dm.token_ids and lossless.config["draft_quant"] == "int4"
+    assert metrics.compute(lossless)["tau"] > 1.5  # the int4 draft still speculates

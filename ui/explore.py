@@ -95,8 +95,8 @@ def _settings() -> dict:
             list(DRAFT_QUANTS),
             value=DEFAULTS["draft_quant"],
             label="draft weights",
-            info="int8: the draft's linear layers in int8 (faster on a CPU; the target still "
-            "verifies every token, so lossless stays exact)",
+            info="int8 / int4: the draft's linear layers in 8 or 4 bits (faster on a CPU; int4 on a CPU only; the "
+            "target still verifies every token, so lossless stays exact)",
         )
     return c
 
