@@ -154,7 +154,9 @@ def _check_llama(target_id, draft_id, device, device_map, draft_quant, draft_voc
     if device != "cpu" or device_map:
         raise ValueError("the llama.cpp engine runs on the CPU; use the torch engine on other devices")
     if draft_quant != "none" or draft_vocab is not None:
-        raise ValueError("a lean draft (int8, a pruned head) is a torch-engine option; llama.cpp runs the 4-bit draft")
+        raise ValueError(
+            "a lean draft (int8, int4, a pruned head) is a torch-engine option; llama.cpp runs the GGUF draft"
+        )
     llamacpp.library()
 
 

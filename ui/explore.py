@@ -321,7 +321,7 @@ def open_example(v: Parts, prompt, chat) -> dict:
     """A picked example: its recorded runs at once (no model needed), as the first screen opens; Run decodes it
     live with the settings they restore."""
     traces = runs.recorded_example(prompt, chat)
-    if traces is None:  # an example without a recording: the prompt is in the box, nothing else changes
+    if traces is None:  # an example not recorded: its prompt stays in the box (no trace to restore over it)
         return {v["status"]: "Example loaded: press **Run** to decode it.", v["traces"]: {}}
     env = traces[RUNS[0]].environment
     where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')})"
