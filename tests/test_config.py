@@ -104,7 +104,7 @@ def test_raw_settings_become_a_config_through_one_boundary():
         ({"gamma": 2.5}, None, "gamma must be an integer in [1, 16]; got 2.5"),
         ({"criterion": "median"}, None, "criterion must be one of js+majority"),
         ({"criterion": "typical", "knob": "x"}, None, "epsilon must lie in [0, 1]; got 'x'"),
-        ({"draft_quant": "int4"}, None, "draft_quant must be one of none, int8; got 'int4'"),
+        ({"draft_quant": "int2"}, None, "draft_quant must be one of none, int8, int4; got 'int2'"),
     ],
 )
 def test_the_boundary_names_a_bad_setting(raw, limits, message):
