@@ -157,6 +157,11 @@ def ensure_gguf(model: EmbeddedModel) -> Path:
     return gguf
 
 
+def gguf_paths() -> tuple[str, str]:
+    """(target, draft) GGUF files of the embedded pair, joined and kept in the cache (`ensure_gguf`)."""
+    return str(ensure_gguf(TARGET)), str(ensure_gguf(DRAFT))
+
+
 def available() -> bool:
     """Whether the embedded pair can load here without a download: converted already, or its chunks installed.
     (A Hugging Face Space installs requirements.txt only, so there it is not.)"""

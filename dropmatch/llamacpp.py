@@ -58,12 +58,12 @@ def available() -> bool:
 
 @functools.cache
 def _quiet(lib) -> None:
-    lib.llama_log_set(_SILENT(lib), ctypes.c_void_p(0))
+    lib.llama_log_set(_silent(lib), ctypes.c_void_p(0))
     lib.llama_backend_init()
 
 
 @functools.cache
-def _SILENT(lib):  # one callback object for the life of the process (llama.cpp keeps the pointer)
+def _silent(lib):  # one callback object for the life of the process (llama.cpp keeps the pointer)
     return lib.llama_log_callback(lambda level, text, data: None)
 
 

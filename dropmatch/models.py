@@ -162,8 +162,7 @@ def _check_llama(target_id, draft_id, device, device_map, draft_quant, draft_voc
 
 @functools.lru_cache(maxsize=1)
 def _llama_pair(pair: ModelPair) -> ModelPair:
-    files = tuple(str(embedded.ensure_gguf(model)) for model in (embedded.TARGET, embedded.DRAFT))
-    return dataclasses.replace(pair, engine=llamacpp.ENGINE, gguf=files)
+    return dataclasses.replace(pair, engine=llamacpp.ENGINE, gguf=embedded.gguf_paths())
 
 
 _LOADING = threading.Lock()

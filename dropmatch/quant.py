@@ -122,29 +122,26 @@ def quantize_int4(model: nn.Module) -> int:
     Int4Linear, in place; the count replaced. CPU only: torch has no int4 kernel of this format elsewhere."""
     if next(model.parameters()).device.type != "cpu":
         raise ValueError("the int4 draft runs on the CPU only (torch's packed int4 kernel); use int8 or none")
+    return _swap_linears(model, Int4Linear.of, Int4Linear.fits)
+
+
+def _swap_linears(model: nn.Module, make, takes=lambda linear: True) -> int:
+    """Replace each nn.Linear child that `takes` accepts by `make(linear)`, in place; the count replaced."""
     swaps = [
         (parent, name, child)
         for parent in model.modules()
         for name, child in parent.named_children()
-        if isinstance(child, nn.Linear) and Int4Linear.fits(child)
+        if isinstance(child, nn.Linear) and takes(child)
     ]
     for parent, name, child in swaps:
-        setattr(parent, name, Int4Linear.of(child))
+        setattr(parent, name, make(child))
     return len(swaps)
 
 
 def quantize_int8(model: nn.Module) -> int:
     """Replace every nn.Linear of `model` (its LM head included) by an Int8Linear, in place; the count replaced.
     A head tied to the input embeddings is untied: the embeddings keep their own weights."""
-    swaps = [
-        (parent, name, child)
-        for parent in model.modules()
-        for name, child in parent.named_children()
-        if isinstance(child, nn.Linear)
-    ]
-    for parent, name, child in swaps:
-        setattr(parent, name, Int8Linear.of(child))
-    return len(swaps)
+    return _swap_linears(model, Int8Linear.of)
 
 
 def quantize(model: nn.Module, kind: str) -> nn.Module:

@@ -212,7 +212,7 @@ def peer_files(pair: ModelPair) -> tuple[str, str] | None:
     embedded_ids = (pair.target_id, pair.draft_id) == (embedded.EMBEDDED_ID,) * 2
     if not (embedded_ids and pair.device.type == "cpu" and llamacpp.available()):
         return None
-    return tuple(str(embedded.ensure_gguf(model)) for model in (embedded.TARGET, embedded.DRAFT))
+    return embedded.gguf_paths()
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
