@@ -124,10 +124,12 @@ def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: st
         )
 
 
-def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = False, engine: bool = False) -> None:
+def _add_pair(
+    p: argparse.ArgumentParser, lean: bool = True, device_map: bool = False, engine: bool = False, leans: bool = False
+) -> None:
     """The model pair: --target, --draft, --dtype, --device; --device-map where the subcommand can spread a pair;
-    the lean draft (--draft-quant, --draft-vocab) where it decodes with the draft; --engine where it can run on
-    llama.cpp."""
+    the lean draft (--draft-quant, --draft-vocab) where it decodes with the draft (`leans`: --draft-quant may be
+    given more than once, each a lean draft beside the stock one); --engine where it can run on llama.cpp."""
     p.add_argument("--target", default=DEFAULT_TARGET, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--draft", default=DEFAULT_DRAFT, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--dtype", default="bfloat16", choices=tuple(DTYPES))
@@ -137,10 +139,11 @@ def _add_pair(p: argparse.ArgumentParser, lean: bool = True, device_map: bool = 
     if lean:
         p.add_argument(
             "--draft-quant",
-            default="none",
+            default=[] if leans else "none",
+            action="append" if leans else "store",
             choices=DRAFT_QUANTS,
             help="the draft's weights: none, int8 weight-only (per-channel scales; pays with bf16), or int4 in groups "
-            "of 32 (CPU only)",
+            "of 32 (CPU only)" + ("; once per lean draft to time beside the stock one" if leans else ""),
         )
         p.add_argument(
             "--draft-vocab",
@@ -208,16 +211,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError("bench compares greedy runs (assisted generation's exactness check needs T = 0)")
     prompts = suites.load_suite(args.prompts, args.limit)
     pair = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map)
-    lean = None
-    if args.draft_quant != "none" or args.draft_vocab:  # the lean draft beside the stock one, same target
-        lean = load_pair(
-            args.target, args.draft, args.dtype, args.device, args.device_map, args.draft_quant, args.draft_vocab
-        )
+    quants = dict.fromkeys(args.draft_quant or ["none"])  # the lean drafts beside the stock one, same target
+    leans = [
+        load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, quant, args.draft_vocab)
+        for quant in quants
+        if quant != "none" or args.draft_vocab
+    ]
     engine = None
     if args.engine != "torch":  # every method once more on the other engine, beside the torch reference
         engine = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, engine=args.engine)
     configs = {m: decode_config(args, m) for m in ("target", "lossless", criterion_method(args.criterion))}
-    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, lean, engine)
+    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, leans, engine)
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(
@@ -228,7 +232,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(
             "tau pooled over prompts (N / T, bonus included); tokens/s: mean over prompts; speedups: ratios of "
             "those means; overhead / draft / target share: time in dropout paths + criteria / drafting / the "
-            "target's verify forward, over round time; +int8: the same method with the int8 draft; +llama.cpp: on "
+            "target's verify forward, over round time; +int8, +int4: the same method with that draft; +llama.cpp: on "
             "the llama.cpp engine (bodies in llama.cpp, the target's head in torch); llama.cpp / llama.cpp spec: "
             "llama.cpp alone, plain greedy decoding / greedy speculation with the draft (both heads its own)"
         )
@@ -524,7 +528,7 @@ def _add_bench(sub) -> None:
     p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
     _add_settings(p)
-    _add_pair(p, device_map=True, engine=True)
+    _add_pair(p, device_map=True, engine=True, leans=True)
     p.set_defaults(func=_cmd_bench)
 
 

@@ -80,3 +80,10 @@ def test_every_decoding_subcommand_takes_the_same_pair_arguments(command, lean):
     args = build_parser().parse_args([*command, "--target", "t", "--dtype", "float32", "--device", "cpu"])
     assert (args.target, args.draft, args.dtype, args.device) == ("t", DEFAULT_DRAFT, "float32", "cpu")
     assert hasattr(args, "draft_quant") is lean and hasattr(args, "draft_vocab") is lean
+
+
+def test_bench_times_each_lean_draft_asked_for_and_generate_takes_one():
+    bench = build_parser().parse_args(["bench", "--prompts", "p", "--draft-quant", "int8", "--draft-quant", "int4"])
+    assert bench.draft_quant == ["int8", "int4"]
+    assert build_parser().parse_args(["bench", "--prompts", "p"]).draft_quant == []
+    assert build_parser().parse_args(["generate", "--prompt", "hi", "--draft-quant", "int4"]).draft_quant == "int4"

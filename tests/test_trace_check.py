@@ -18,7 +18,7 @@ from ui.common import UserError
 from viz.rules import rule_heatmap, rules_html
 from viz.summary import status_line, traces_from_data
 
-STORY = json.loads((Path(__file__).resolve().parents[1] / "assets/traces/story_dropmatch.json").read_text("utf-8"))
+STORY = json.loads((Path(__file__).resolve().parent / "data/traces/story_dropmatch.json").read_text("utf-8"))
 VOCAB = 151_936
 
 

@@ -23,7 +23,7 @@ from viz.tables import FROM_ONE
 from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
 from viz.tokens import first_divergence
 
-TRACES = Path(__file__).resolve().parents[1] / "assets" / "traces"
+TRACES = Path(__file__).resolve().parent / "data" / "traces"
 
 
 @pytest.fixture(scope="module")

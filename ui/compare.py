@@ -32,8 +32,13 @@ def controls() -> dict:
             elem_id="recolour",
             info="what another rule would decide on the same drafts",
         )
-        c["rule_knob"] = gr.Number(
-            None, label="its knob", info="relatives only; empty = the default", scale=1, elem_id="rule-knob"
+        c["rule_knob"] = gr.Textbox(  # empty = the rule's default (a gr.Number would send 0)
+            "",
+            label="its knob",
+            placeholder="default",
+            info="relatives only; empty = the default",
+            scale=1,
+            elem_id="rule-knob",
         )
     gr.Markdown(rules.CAVEAT, elem_classes="dm-note")
     return c
@@ -71,9 +76,20 @@ def maps(v: Parts, traces: dict, rule: str, knob) -> dict:
         if rule == OWN:
             out[f"map_{name}"] = reason_heatmap(trace, f"{names[name]}: accept / reject per round")
         else:
-            title = f"{names[name]}: what {rule} decides on these drafts, against the run"
+            title = f"{names[name]}: what {shown_rule(rule, chosen)} decides<br>on these drafts, against the run"
             out[f"map_{name}"] = rules.rule_heatmap(trace, rule, chosen.get(rule), title)
     return updates(v, out)
+
+
+def shown_rule(rule: str, chosen: dict[str, float]) -> str:
+    """The rule a recoloured map shows, with the knob it is drawn at: "typical acceptance (Medusa) at epsilon 0.09
+    (its default)"."""
+    entry = rules.ENTRIES[rule]
+    if entry.knob is None:
+        return entry.label
+    if rule in chosen:
+        return f"{entry.title} at {entry.knob.name} {chosen[rule]:g}"
+    return f"{entry.title} at {entry.knob.name} {entry.knob.default:g} (its default)"
 
 
 def recolour(v: Parts, traces: dict, rule: str, knob, selected) -> dict:

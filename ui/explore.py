@@ -11,7 +11,9 @@ import gradio as gr
 import viz
 from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound
 from dropmatch.criteria import RULES
+from dropmatch.decode import cpu_name
 from dropmatch.metrics import compute
+from dropmatch.models import default_device
 from ui import compare, runs
 from ui.common import (
     APP_LIMITS,
@@ -20,6 +22,7 @@ from ui.common import (
     DEFAULTS,
     PAIR_CHOICES,
     PAIR_INFO,
+    PAIRS,
     Parts,
     UserError,
     bind,
@@ -83,7 +86,11 @@ def _settings() -> dict:
             "compares draft and target (each rule's family: the inspector's every-rule table)",
             scale=2,
         )
-        c["knob"] = gr.Number(None, label="knob", info="a relative's setting; empty = its default", elem_id="knob")
+        # A textbox, not gr.Number: a Number shows and sends 0 when empty, and 0 is a real knob (typical's epsilon 0
+        # accepts every draft) where empty means the rule's default.
+        c["knob"] = gr.Textbox(
+            "", label="knob", placeholder="default", info="a relative's setting; empty = its default", elem_id="knob"
+        )
     with gr.Row():
         c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
     with gr.Row():
@@ -323,21 +330,34 @@ def open_example(v: Parts, prompt, chat) -> dict:
     traces = runs.recorded_example(prompt, chat)
     if traces is None:  # an example not recorded: its prompt stays in the box (no trace to restore over it)
         return {v["status"]: "Example loaded: press **Run** to decode it.", v["traces"]: {}}
-    env = traces[RUNS[0]].environment
-    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')})"
-    return shown(v, traces, "Recorded example (no model needed)", f" · decoded in {where}; Run decodes it live")
+    return shown(v, traces, "Recorded example (no model needed)", recorded_note(traces))
 
 
 def open_recorded(v: Parts) -> dict:
     """The recorded example (no model needed), and where it was decoded: a live run elsewhere can part from it."""
     traces = runs.recorded()
-    env = traces[RUNS[0]].environment
-    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')})" if env else "an unnamed machine"
-    note = (
-        f" · decoded in {where}; a live run here can part from it at a near-tie (two tokens within a rounding "
-        "step of each other go the other way when bf16 rounds differently on another CPU)"
+    return shown(v, traces, "Recorded example (no model needed)", recorded_note(traces))
+
+
+def recorded_note(traces: dict) -> str:
+    """Where recorded runs were decoded, and whether Run here should give the same tokens: the settings they restore
+    decide everything but bf16's rounding, which differs from one CPU (or engine) to another."""
+    trace = traces[RUNS[0]]
+    env = trace.environment
+    if (trace.target_id, trace.draft_id) != PAIRS[default_pair()]:
+        return (
+            f" · decoded with {trace.target_id} + {trace.draft_id}; Run decodes it live with the {default_pair()} pair"
+        )
+    if not env:
+        return " · decoded on an unnamed machine; Run decodes it live"
+    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')}, {env.get('engine', 'torch')} engine)"
+    here = (default_device(), cpu_name(), "torch") == (env.get("device"), env.get("cpu"), env.get("engine", "torch"))
+    if here:
+        return f" · decoded in {where}, as here: Run decodes the same tokens"
+    return (
+        f" · decoded in {where}; Run decodes it live here, and can part from it at a near-tie (two tokens within a "
+        "rounding step of each other go the other way when bf16 rounds differently on another CPU)"
     )
-    return shown(v, traces, "Recorded example (no model needed)", note)
 
 
 def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OWN, knob=None) -> dict:

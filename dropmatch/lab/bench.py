@@ -1,6 +1,6 @@
 """`bench`: target-only, lossless, a relaxed method (DropMatch or a relative) and transformers' assisted
-generation, interleaved on one prompt set; with a lean pair (the same target, a quantised draft), lossless and
-the relaxed method once more on it, so the lean draft's speed and acceptance sit beside the stock draft's; with
+generation, interleaved on one prompt set; with lean pairs (the same target, a quantised draft), lossless and
+the relaxed method once more on each, so the lean drafts' speed and acceptance sit beside the stock draft's; with
 the llama.cpp engine, every method once more on it; and, where llama-cpp-python is installed, llama.cpp alone as
 a CPU user would run the same GGUF files (its plain decoding, and its greedy speculative decoding with the draft).
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 
 import pandas as pd
 import torch
@@ -128,16 +129,16 @@ def run_bench(
     configs: dict,
     gamma: int,
     max_new_tokens: int,
-    lean: ModelPair | None = None,
+    leans: Sequence[ModelPair] = (),
     engine: ModelPair | None = None,
 ) -> pd.DataFrame:
-    """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on `lean`, each of them
-    but target-only (named "lossless+int8", "lossless+int8+v32768", ...); on `engine` (the pair on another
+    """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on each of `leans`, each of
+    them but target-only (named "lossless+int8", "lossless+int8+v32768", ...); on `engine` (the pair on another
     engine), each of them ("lossless+llama.cpp", ...); assisted generation with `pair`'s draft; and llama.cpp's own
     decoding (LLAMA_PEERS) where it is installed and the pair is the embedded one on the CPU. Methods rotate their
     order from prompt to prompt."""
     runs = {m: (pair, c) for m, c in configs.items()}
-    if lean is not None:
+    for lean in leans:
         runs |= {f"{m}+{lean_label(lean)}": (lean, c) for m, c in configs.items() if c.method != "target"}
     if engine is not None:
         runs |= {f"{m}+{engine.engine}": (engine, c) for m, c in configs.items()}

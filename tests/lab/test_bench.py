@@ -14,19 +14,20 @@ from dropmatch.quant import quantize
 
 @pytest.fixture(scope="module")
 def table(noisy_pair):
-    _, draft = tiny_models(len(noisy_pair.tokenizer), noise=0.01)
-    lean = ModelPair(
-        noisy_pair.target, quantize(draft, "int8"), noisy_pair.tokenizer, "t", "d", noisy_pair.eos_ids, "int8"
-    )
+    def lean(quant: str) -> ModelPair:
+        draft = quantize(tiny_models(len(noisy_pair.tokenizer), noise=0.01)[1], quant)
+        return ModelPair(noisy_pair.target, draft, noisy_pair.tokenizer, "t", "d", noisy_pair.eos_ids, quant)
+
     items = [SuiteItem(f"p{i}", "c", prompt) for i, prompt in enumerate(["def add(a, b):", "The quick brown fox"])]
     configs = {m: DecodeConfig(method=m, max_new_tokens=16) for m in ("target", "lossless", "dropmatch")}
-    return bench.run_bench(noisy_pair, items, configs, 5, 16, lean)
+    return bench.run_bench(noisy_pair, items, configs, 5, 16, [lean("int8"), lean("int4")])
 
 
-def test_every_method_runs_on_every_prompt_and_the_lean_draft_is_lossless(table):
-    methods = ["target", "lossless", "dropmatch", "lossless+int8", "dropmatch+int8", bench.ASSISTED]
+def test_every_method_runs_on_every_prompt_and_the_lean_drafts_are_lossless(table):
+    leans = [f"{m}+{q}" for q in ("int8", "int4") for m in ("lossless", "dropmatch")]
+    methods = ["target", "lossless", "dropmatch", *leans, bench.ASSISTED]
     assert sorted(table["method"]) == sorted(methods * 2)
-    lossless = table[table["method"].isin(["lossless", "lossless+int8", bench.ASSISTED])]
+    lossless = table[table["method"].isin(["lossless", "lossless+int8", "lossless+int4", bench.ASSISTED])]
     assert (lossless["equal_to_lossless"] == 1.0).all()  # greedy: every lossless run writes the same text
     decoded = table[table["method"] != bench.ASSISTED]
     shares = decoded["draft_share"] + decoded["target_share"]

@@ -17,7 +17,6 @@ from gradio_client import Client, handle_file
 import app
 import viz
 from dropmatch.lab.sweep import load_sweep
-from dropmatch.trace import Trace
 from ui import analysis, compare, explore, runs
 from viz.summary import divergence, traces_from_data
 from viz.sweep import FIGURES, relevant
@@ -234,7 +233,7 @@ def test_open_files_and_recorded_example(client, tmp_path, api_traces):
     with pytest.raises(Exception, match="bad.json: not a DropMatch trace"):
         client.predict([handle_file(str(bad))], api_name="/open_files")
     recorded = named(client.predict(api_name="/open_recorded"), explore.RUN_OUTPUTS)
-    emitted = Trace.from_json(runs.RECORDED["DropMatch"]).token_ids
+    emitted = runs.recorded()["DropMatch"].token_ids
     tokens = [s for s in recorded["DropMatch"] if s["class_or_confidence"] != DIVERGENCE_LABEL]
     assert len(tokens) == len(emitted) and "Recorded example" in recorded["status"]
 
@@ -307,7 +306,9 @@ def test_a_relative_runs_on_the_relaxed_side_at_its_knob(client, view):
     assert labels["step_run"].choices[0] == ("top-k, k 3", "DropMatch")
     assert labels["DropMatch"].label.startswith("top-k")
     recoloured = by_name(view, compare.recolour(view, traces, "typical", 0.3, None))
-    assert recoloured["map_DropMatch"].layout.title.text.startswith("top-k, k 3: what typical decides")
+    assert recoloured["map_DropMatch"].layout.title.text.startswith(
+        "top-k, k 3: what typical acceptance (Medusa) at epsilon 0.3 decides"
+    )
     with pytest.raises(Exception, match=r"k must be an integer in \[1, 1000\]"):
         client.predict(PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 0.5}, api_name="/trace")
 
@@ -317,7 +318,12 @@ def test_the_maps_recolour_by_any_rule_and_the_panel_follows(api_traces, view):
     picked = by_name(view, explore.inspect(view, traces, "DropMatch", 1))["selected"]
     out = by_name(view, compare.recolour(view, traces, "typical", 0.3, picked))
     assert set(out) == {"map_DropMatch", "map_lossless", "rules"}
-    assert "what typical decides" in out["map_DropMatch"].layout.title.text and "epsilon 0.3" in out["rules"]
+    assert "at epsilon 0.3 decides" in out["map_DropMatch"].layout.title.text and "epsilon 0.3" in out["rules"]
+    for empty in ("", None):  # the knob box left empty (as the page sends it): the rule's default, said so
+        default = by_name(view, compare.recolour(view, traces, "typical", empty, picked))["map_DropMatch"]
+        assert "typical acceptance (Medusa) at epsilon 0.09 (its default) decides" in default.layout.title.text
+    top_k = by_name(view, compare.recolour(view, traces, "top-k", "", picked))["map_DropMatch"]
+    assert "at k 2 (its default)" in top_k.layout.title.text and top_k.data  # drawn, not an error
     own = by_name(view, compare.recolour(view, traces, compare.OWN, None, picked))
     assert "accept / reject per round" in own["map_DropMatch"].layout.title.text
     with pytest.raises(gr.Error, match="epsilon must lie"):

@@ -3,10 +3,10 @@ labels and hovers; a streamed run computes each trace's metrics once per state."
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,9 +14,12 @@ import pytest
 import viz
 from dropmatch import metrics
 from dropmatch.config import SETTINGS
+from dropmatch.trace import Trace
 from ui import explore, runs
 from ui.common import DEFAULTS, UserError
 from viz.summary import RUNS, run_names
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 
 
 def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view):
@@ -25,22 +28,29 @@ def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view)
     out = {names[c]: value for c, value in explore.restored(view, traces).items()}
     trace = traces["DropMatch"]
     assert out["prompt"] == trace.prompt and out["chat"] is trace.chat is False
-    shown = [k for k in SETTINGS if k != "draft_quant"]
-    assert {k: out[k] for k in shown} == {k: trace.config[k] for k in shown}
-    assert trace.config["draft_quant"] is None and "draft_quant" not in out  # recorded before the option: kept as is
-    lean = copy.deepcopy(traces)
-    lean["DropMatch"].config["draft_quant"] = "int8"
-    assert {names[c]: value for c, value in explore.restored(view, lean).items()}["draft_quant"] == "int8"
+    assert {k: out[k] for k in SETTINGS} == {k: trace.config[k] for k in SETTINGS}
+    if DEFAULTS["draft_quant"] == "int8":  # on a CPU the first screen is what Run decodes at the starting values
+        assert {k: trace.config[k] for k in SETTINGS} == {k: DEFAULTS.get(k) for k in SETTINGS}
+    old = {n: Trace.from_json(DATA / f"story_{n.lower()}.json") for n in RUNS}
+    assert old["DropMatch"].config["draft_quant"] is None  # recorded before the option: that control is kept as is
+    assert "draft_quant" not in {names[c] for c in explore.restored(view, old)}
     assert "DropMatch output" in out["DropMatch"].label and out["plain_lossless"].value == traces["lossless"].text
     hovers = json.loads(out["hovers"].split("data-hovers='")[1].split("'>")[0].replace("&quot;", '"'))
     assert len(hovers["out-dropmatch"]) == len(trace.token_ids) + 1  # every token, and the divergence marker
     assert hovers["out-dropmatch"][0].startswith("exact match · q ")
 
 
-def test_the_recorded_example_says_where_it_was_decoded(view):
+def test_the_recorded_example_says_where_it_was_decoded(view, monkeypatch):
     names = {component: name for name, component in view.items()}
     out = {names[c]: value for c, value in explore.open_recorded(view).items()}
-    assert "decoded in bfloat16 on cpu" in out["status"] and "near-tie" in out["status"]
+    assert "decoded in bfloat16 on cpu" in out["status"]
+    monkeypatch.setattr(explore, "cpu_name", lambda: runs.recorded()["DropMatch"].environment["cpu"])
+    monkeypatch.setattr(explore, "default_device", lambda: "cpu")
+    here = explore.recorded_note(runs.recorded())
+    assert "as here: Run decodes the same tokens" in here and "near-tie" not in here  # the CPU it was recorded on
+    elsewhere = {n: Trace.from_json(DATA / f"story_{n.lower()}.json") for n in RUNS}
+    elsewhere["DropMatch"].environment["cpu"] = "another CPU"
+    assert "near-tie" in explore.recorded_note(elsewhere) and "another CPU" in explore.recorded_note(elsewhere)
 
 
 def count_calls(monkeypatch, fn) -> list:
