@@ -20,6 +20,7 @@ from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import MEASURES, matched_table
 from dropmatch.verdict import judged
 from ui.common import (
+    DEFAULTS,
     PAIR_CHOICES,
     PAIR_INFO,
     PAIRS,
@@ -183,8 +184,9 @@ def calibration_views(choice: str) -> tuple:
 
 @gpu(duration=300)
 def cells(p, pair: str, folder: Path):
-    """Load the pair and run the plan's cells in `folder`: (finished, total, row) after each."""
-    models = model_pair(pair)
+    """Load the pair (the one Explore runs: the app's draft, so a loaded pair is reused) and run the plan's cells in
+    `folder`: (finished, total, row) after each."""
+    models = model_pair(pair, p.run["draft_quant"])
     with user_errors():
         yield from run_live(p, folder, runner_for(p, models))
 
@@ -199,7 +201,7 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair):
             factor,
             values,
             max_new_tokens,
-            {"dtype": "bfloat16", "target_id": target, "draft_id": draft},
+            {"dtype": "bfloat16", "target_id": target, "draft_id": draft, "draft_quant": DEFAULTS["draft_quant"]},
         )
     # the recorded-sweep choice is cleared: picking a suite again brings the recorded sweep back
     yield updates(a, {"note": f"**Live sweep** · {p.describe()} · loading the model pair…", "suite": None})

@@ -50,6 +50,9 @@ PAIR_CHOICES = [
 # `limits` the config's settings are checked within).
 APP_PROMPT_CHARS = 4000
 APP_LIMITS = {"max_new_tokens": (1, 256)}
+# One run's work, in the pair's tokens: the prompt and the new tokens together (a prompt of combining marks is a few
+# thousand characters but many thousand tokens, and its prefill alone held the only worker for minutes).
+APP_RUN_TOKENS = 1024
 APP_VOCAB = 151_936  # the logit width of both pairs the app serves (Qwen2.5-Coder): an opened trace's ids lie below it
 # The controls' starting values, which /trace also defaults to: the paper's setting, greedy, 48 tokens.
 # On a CPU the int8 draft by default: lossless all the same (the target verifies every token), and a draft step
@@ -101,8 +104,9 @@ def bind(fn, *parts_first):
     return bound
 
 
-def gpu(fn=None, *, duration: int = 120):
-    """Request a ZeroGPU slot for `fn` where the `spaces` package exists; unchanged elsewhere."""
+def gpu(fn=None, *, duration=120):
+    """Request a ZeroGPU slot for `fn` where the `spaces` package exists; unchanged elsewhere. `duration`: seconds,
+    or a function of `fn`'s arguments that gives them (ZeroGPU calls it with the same arguments)."""
     if fn is None:
         return lambda f: gpu(f, duration=duration)
     return spaces.GPU(duration=duration)(fn) if spaces is not None else fn
@@ -118,11 +122,40 @@ def user_errors(prefix: str = "") -> Iterator[None]:
 
 
 def check_prompt(prompt) -> str:
+    """The prompt as typed, or a UserError: empty, longer than APP_PROMPT_CHARS, or not text (a lone surrogate)."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise UserError("Type a prompt or pick an example first.")
     if len(prompt) > APP_PROMPT_CHARS:
         raise UserError(f"The prompt has {len(prompt)} characters; the limit is {APP_PROMPT_CHARS}.")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise UserError(
+            f"The prompt has a character that is not text (a lone surrogate, {prompt[err.start]!r}, at character "
+            f"{err.start + 1}); remove it."
+        ) from None
     return prompt
+
+
+def check_prompt_tokens(n_prompt: int, max_new_tokens: int) -> None:
+    """One run's work within APP_RUN_TOKENS (prompt and new tokens together), or a UserError that says by how much."""
+    if n_prompt + max_new_tokens > APP_RUN_TOKENS:
+        raise UserError(
+            f"The prompt is {n_prompt} tokens and asks for {max_new_tokens} new ones; a run here holds at most "
+            f"{APP_RUN_TOKENS} tokens (prompt and new tokens together): shorten the prompt, or ask for fewer new "
+            "tokens."
+        )
+
+
+def check_chat(chat) -> bool:
+    """The chat-format flag: a bool, or what an API caller may send for one ("true" / "false", 1 / 0); anything else
+    is a UserError (bool("false") would be True)."""
+    if isinstance(chat, bool):
+        return chat
+    said = {"true": True, "false": False, "1": True, "0": False}.get(str(chat).strip().lower())
+    if said is None:
+        raise UserError(f"chat must be true or false; got {chat!r}")
+    return said
 
 
 def configs(settings: Mapping[str, Any]) -> dict[str, DecodeConfig]:
@@ -130,6 +163,9 @@ def configs(settings: Mapping[str, Any]) -> dict[str, DecodeConfig]:
     the chosen rule (DropMatch or a relative, at `knob`, empty = its default) on the first side, lossless on the
     second; an empty draft_quant is the app's default."""
     raw = {**settings, "draft_quant": settings.get("draft_quant") or DEFAULTS["draft_quant"]}
+    rule = RULES.get(raw.get("criterion"))
+    if rule is not None and rule.knob is None and raw.get("knob") not in (None, ""):
+        raise UserError(f"{rule.title} ({raw['criterion']}) takes no knob; leave the knob empty (a relative's setting)")
     with user_errors():
         relaxed = DecodeConfig.from_settings(limits=APP_LIMITS, evidence=True, **raw)
         return {RUNS[0]: relaxed, RUNS[1]: replace(relaxed, method="lossless", knob=None)}
@@ -201,11 +237,16 @@ def default_pair() -> str:
     return "embedded" if embedded.available() else "hub"
 
 
+def check_pair(pair) -> str:
+    if not isinstance(pair, str) or pair not in PAIRS:
+        raise UserError(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
+    return pair
+
+
 def model_pair(pair: str, draft_quant: str = "none"):
     """The cached pair in bfloat16 (on CUDA where present), its draft as `draft_quant`; every failure is a clear
     gr.Error."""
-    if not isinstance(pair, str) or pair not in PAIRS:
-        raise UserError(f"model pair must be one of {', '.join(PAIRS)}; got {pair!r}")
+    check_pair(pair)
     if pair == "hub" and not hub_ready():
         other = " Use the embedded pair." if embedded.available() else ""
         raise UserError(

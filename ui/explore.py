@@ -9,7 +9,7 @@ import time
 import gradio as gr
 
 import viz
-from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound
+from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound, check_setting
 from dropmatch.criteria import RULES
 from dropmatch.decode import cpu_name
 from dropmatch.metrics import compute
@@ -26,6 +26,10 @@ from ui.common import (
     Parts,
     UserError,
     bind,
+    check_chat,
+    check_pair,
+    check_prompt,
+    configs,
     default_pair,
     parts,
     pick,
@@ -292,10 +296,37 @@ def finished(v: Parts, traces: dict, note: str, measured: dict | None = None) ->
 
 
 @takes_settings
+def check_run(prompt, chat, pair, *, settings: dict) -> list[dict]:
+    """Run's validator (Gradio runs it before the request joins the queue, for the page and the API alike): one
+    gr.validate per input, in RUN_INPUTS order, a bad one with its message under its control; nothing else on the
+    page changes, and the request never waits in the queue to be refused."""
+    problems = {}
+    for name, check in (("prompt", check_prompt), ("chat", check_chat), ("pair", check_pair)):
+        try:
+            check({"prompt": prompt, "chat": chat, "pair": pair}[name])
+        except UserError as err:
+            problems[name] = err.message
+    for name in SETTINGS:
+        if name in RANGES:
+            try:
+                check_setting(name, settings[name], APP_LIMITS)
+            except ValueError as err:
+                problems[name] = str(err)
+    if not problems:
+        try:
+            configs(settings)
+        except UserError as err:  # the rule, its knob or the mode: under the control the message names
+            said = next((n for n in SETTINGS if err.message.startswith(n)), None)
+            problems[said or ("knob" if settings.get("knob") not in (None, "") else "criterion")] = err.message
+    return [gr.validate(name not in problems, problems.get(name, "")) for name in RUN_INPUTS]
+
+
+@takes_settings
 def run(v: Parts, prompt, chat, pair, *, settings: dict):
     """The chosen rule (DropMatch or a relative) and lossless on the same prompt, draft and seed, streamed side by
     side round by round."""
     prompt, cfgs = runs.validate(prompt, settings)
+    chat = check_chat(chat)
     yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
     clock, traces, measured, drawn = time.perf_counter(), {}, {}, float("-inf")
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
@@ -317,6 +348,16 @@ def shown(v: Parts, traces: dict, state: str, note: str = "") -> dict:
 def stopped(v: Parts, traces: dict) -> dict:
     """After Stop: the partial traces get their downloads and step view."""
     return shown(v, traces, "Stopped") if traces else {v["status"]: "Stopped"}
+
+
+def check_files(files) -> list[dict]:
+    """The upload's validator: a file that is not a consistent trace is refused under the upload box, its message
+    naming the field, and the views shown stay as they were."""
+    try:
+        runs.read_traces(files)
+    except UserError as err:
+        return [gr.validate(False, err.message)]
+    return [gr.validate(True, "")]
 
 
 def open_files(v: Parts, files) -> dict:
@@ -400,8 +441,14 @@ def output_label(name: str) -> str:
 
 
 def relaxed_label(v: Parts, criterion: str) -> dict:
-    """The first output's label names the rule chosen (DropMatch, or the relative) as soon as it is picked."""
-    return {v[RUNS[0]]: gr.HighlightedText(label=output_label(RULES[criterion].title))}
+    """As soon as a rule is picked: the first output's label names it (DropMatch, or the relative), and the knob box
+    shows the rule's default knob (a DropMatch criterion takes none: the box empties)."""
+    rule = RULES[criterion]
+    if rule.knob is None:
+        knob = gr.update(value="", placeholder="none: a relative's setting")
+    else:  # the value as it is (an opened trace may have just put its knob there)
+        knob = gr.update(placeholder=f"default: {rule.knob.name} {rule.knob.default:g}")
+    return {v[RUNS[0]]: gr.HighlightedText(label=output_label(rule.title)), v["knob"]: knob}
 
 
 def run_labels(v: Parts, traces: dict) -> dict:
@@ -453,7 +500,16 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         "api_visibility": "private",
         "outputs": [*labels, *pick(v, ("prompt", "chat", *SETTINGS))],
     }
-    v["run"].click(lambda: stop_button(True), None, v["stop"], api_visibility="private", queue=False)
+    # Stop turns on as Run is pressed, unless the validator refuses the run (then nothing on the page changes)
+    v["run"].click(
+        lambda *_: stop_button(True),
+        pick(v, RUN_INPUTS),
+        v["stop"],
+        api_visibility="private",
+        queue=False,
+        preprocess=False,
+        validator=check_run,
+    )
     # preprocess=False: the inputs arrive as sent, and the library's checks name a bad one (a slider's own check
     # would fail with a bare "Error" on "abc" or "nan")
     go = v["run"].click(
@@ -464,6 +520,7 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         concurrency_id="model",
         show_progress="minimal",
         preprocess=False,
+        validator=check_run,
     )
     go.then(**relabel).then(**idle)
     stop = v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
@@ -471,9 +528,11 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
     picked = {"fn": bind(open_example, v), "inputs": pick(v, ("prompt", "chat")), "outputs": out}
     v["examples"].load_input_event.then(**picked, api_visibility="private").then(**restore)
-    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files").then(**restore)
+    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files", validator=check_files).then(
+        **restore
+    )
     demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)
-    v["criterion"].change(bind(relaxed_label, v), v["criterion"], labels[:1], api_visibility="private")
+    v["criterion"].change(bind(relaxed_label, v), v["criterion"], [labels[0], v["knob"]], api_visibility="private")
     for name in RUNS:
         v[name].select(
             selector(v, name),

@@ -10,6 +10,7 @@ from pathlib import Path
 from dropmatch.config import SETTINGS, DecodeConfig
 from dropmatch.decode import stream
 from dropmatch.metrics import compare, token_table
+from dropmatch.models import encode_prompt
 from dropmatch.schema import MAX_BYTES, parse_json
 from dropmatch.trace import Trace
 from ui.common import (
@@ -17,7 +18,9 @@ from ui.common import (
     DEFAULTS,
     ROOT,
     UserError,
+    check_chat,
     check_prompt,
+    check_prompt_tokens,
     configs,
     default_pair,
     gpu,
@@ -27,6 +30,9 @@ from ui.common import (
 )
 from viz.summary import RUNS, measure, traces_from_data
 
+# ZeroGPU's duration per request (gpu_seconds): a start (moving the pair onto the GPU, the first forward), then per new
+# token of each run and per prompt character (prefill), with room to spare over what a GPU round costs.
+GPU_S_START, GPU_S_PER_TOKEN, GPU_S_PER_CHAR = 20, 0.25, 0.005
 EXAMPLES = ROOT / "assets/examples.json"
 EXAMPLE_TRACES = ROOT / "assets/traces/examples"  # each example's two runs at the app's defaults
 FIRST_SCREEN = "English story"  # the example the page opens on: recorded at the app's defaults, so Run reproduces it
@@ -52,21 +58,32 @@ def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
             yield name, trace
 
 
-@gpu
+def gpu_seconds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> int:
+    """The GPU time a request asks ZeroGPU for, from its size (a Space checks its visitor's quota against it): a fixed
+    start, and a share per new token of every run and per prompt character, within 30-240 s."""
+    work = sum(c.max_new_tokens for c in cfgs.values()) * GPU_S_PER_TOKEN + len(prompt) * GPU_S_PER_CHAR
+    return int(min(max(GPU_S_START + work, 30), 240))
+
+
+@gpu(duration=gpu_seconds)
 def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
-    """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace)."""
+    """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace); a prompt
+    that would make a run longer than APP_RUN_TOKENS is refused before any decoding."""
     models = model_pair(pair or default_pair(), next(iter(cfgs.values())).draft_quant)
     with user_errors():
-        streams = {name: stream(models, prompt, cfg, bool(chat)) for name, cfg in cfgs.items()}
+        check_prompt_tokens(
+            len(encode_prompt(models.tokenizer, prompt, chat)), max(c.max_new_tokens for c in cfgs.values())
+        )
+        streams = {name: stream(models, prompt, cfg, chat) for name, cfg in cfgs.items()}
     yield from interleave(streams)
 
 
 @takes_settings
-def trace_api(prompt: str, chat: bool = False, pair: str | None = None, *, settings: dict) -> dict:
+def trace_api(prompt: str, chat: bool = True, pair: str | None = None, *, settings: dict) -> dict:
     """Decode with the chosen rule (DropMatch, or a relative at `knob`) and lossless; return both full traces,
-    their metrics and their comparison."""
+    their metrics and their comparison (chat: the prompt in the chat template, as the page's checkbox starts)."""
     prompt, cfgs = validate(prompt, settings)
-    traces = dict(rounds(pair, prompt, cfgs, chat))
+    traces = dict(rounds(pair, prompt, cfgs, check_chat(chat)))
     out: dict = {name: t.to_dict() for name, t in traces.items()}
     out["metrics"] = measured = measure(traces)
     out["compare"] = compare(traces["DropMatch"], traces["lossless"], measured["DropMatch"], measured["lossless"])

@@ -111,14 +111,15 @@ def test_run_and_trace_take_every_setting_by_name():
         ({"gamma": 2.5}, "gamma must be an integer"),
         ({"criterion": "median"}, "criterion must be one of"),
         ({"criterion": "typical", "knob": "x"}, r"epsilon must lie in \[0, 1\]; got 'x'"),
+        ({"knob": "0.3"}, r"DropMatch \(js\+majority\) takes no knob; leave the knob empty"),
     ],
 )
 def test_a_bad_setting_is_one_clear_error_before_anything_loads(changes, message):
     settings = {name: DEFAULTS.get(name) for name in SETTINGS} | changes
     with pytest.raises(UserError, match=message):
         runs.validate("def f(x):", settings)
-    cfgs = runs.validate("def f(x):", {name: DEFAULTS.get(name) for name in SETTINGS} | {"knob": "x"})[1]
-    assert cfgs["DropMatch"].knob is None and cfgs["lossless"].method == "lossless"  # DropMatch takes no knob
+    cfgs = runs.validate("def f(x):", {name: DEFAULTS.get(name) for name in SETTINGS} | {"knob": ""})[1]
+    assert cfgs["DropMatch"].knob is None and cfgs["lossless"].method == "lossless"  # an empty box: no knob
 
 
 def test_every_example_opens_its_recorded_runs_at_the_apps_defaults(view):
