@@ -36,7 +36,7 @@ from ui.common import (
     takes_settings,
     updates,
 )
-from viz.summary import RUNS, divergence, measure, run_names, status_line
+from viz.summary import RUNS, display_name, divergence, measure, run_names, status_line
 
 CLICK = "Click a token of either output to inspect it."
 RUN_INPUTS = ("prompt", "chat", "pair", *SETTINGS)
@@ -146,7 +146,12 @@ def _controls() -> dict:
 def _outputs() -> dict:
     """The status line, the two coloured outputs and the token inspector."""
     o = {"status": gr.Markdown("Pick an example and press **Run**, or open the recorded example.", elem_id="status")}
-    gr.HTML(viz.legend_html(), padding=False)
+    # open on a desktop, folded on a phone (assets/app.html opens it where the page is wide)
+    gr.HTML(
+        f"<details class='dm-legend-box'><summary>What the colours mean</summary>{viz.legend_html()}</details>",
+        padding=False,
+        elem_id="legend",
+    )
     with gr.Row(equal_height=True):
         for name in RUNS:
             o[name] = gr.HighlightedText(
@@ -175,10 +180,14 @@ def _outputs() -> dict:
         with gr.Row():
             # min_width: on a phone the two charts stack instead of sharing 390 px
             o["js"] = gr.Plot(
-                viz.message_figure(CLICK, "JS test (nats)"), show_label=False, scale=2, min_width=340, elem_id="insp-js"
+                viz.message_figure(CLICK, "The test of the rule that ran"),
+                show_label=False,
+                scale=2,
+                min_width=340,
+                elem_id="insp-js",
             )
             o["votes"] = gr.Plot(
-                viz.message_figure(CLICK, "Votes of the K paths"),
+                viz.message_figure(CLICK, "What the rule read"),
                 show_label=False,
                 scale=3,
                 min_width=340,
@@ -214,7 +223,7 @@ def tabs(above: dict) -> Parts:
             max_height=2000,
             pinned_columns=1,
             elem_id="metrics",
-            column_widths=["20%", "13%", "13%", "54%"],
+            column_widths=["170px", "96px", "96px", "520px"],  # px: on a phone the table scrolls, words stay whole
         )
         t["acceptance"] = gr.Plot(viz.message_figure("No rounds yet.", ""), show_label=False, elem_id="acceptance")
     with gr.Tab("Step through"):
@@ -417,10 +426,11 @@ def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OW
     return updates(
         v,
         {
-            "caption": f"**{run_name}** · {viz.caption(trace, rec)}",
+            "caption": f"**{display_name(trace)}** · {viz.caption(trace, rec)}",
             "heat": viz.distribution_heatmap(ev, rec if ev is not rec else None),
-            "js": viz.js_figure(ev),
-            "votes": viz.votes_figure(ev),
+            # the test of the rule that ran (DropMatch: the JS test and the votes; a relative or lossless: its own)
+            "js": viz.rule_test_figure(trace, rec),
+            "votes": viz.rule_inputs_figure(trace, rec),
             "rules": viz.rules_html(trace, ev, compare.knobs(rule, knob)),
             "selected": [run_name, trace.records.index(ev), ev.round, ev.pos],
         },
@@ -518,7 +528,10 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         out,
         api_name="run",
         concurrency_id="model",
-        show_progress="minimal",
+        # Gradio's tracker on the status line alone: while the request waits behind another visitor's it says its
+        # place in the queue there ("queue: 2/3"), and the outputs stay readable while they stream
+        show_progress="full",
+        show_progress_on=v["status"],
         preprocess=False,
         validator=check_run,
     )

@@ -1,9 +1,11 @@
 """Figures of DropMatch Explorer: pure functions from a trace (or one of its records) to plotly figures and tables."""
 
 from viz.acceptance import acceptance_figure
+from viz.distributions import distribution_bars, rule_inputs_figure
 from viz.explain import glossary, how_it_works
 from viz.inspector import distribution_heatmap, js_figure
 from viz.rounds import reason_heatmap
+from viz.rule_test import rule_test_figure
 from viz.rules import rule_heatmap, rules_html
 from viz.steps import STAGES, move, round_figure
 from viz.story import round_story
@@ -17,6 +19,7 @@ __all__ = [
     "STAGES",
     "acceptance_figure",
     "caption",
+    "distribution_bars",
     "distribution_heatmap",
     "evidence_record",
     "first_divergence",
@@ -32,6 +35,8 @@ __all__ = [
     "round_figure",
     "round_story",
     "rule_heatmap",
+    "rule_inputs_figure",
+    "rule_test_figure",
     "rules_html",
     "span_hovers",
     "spans",

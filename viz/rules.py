@@ -98,13 +98,25 @@ def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = N
     return entry.explain(found, knob)
 
 
-def _setting(entry: Rule, knob: float | None, K, p_drop) -> str:
-    """The knob column: DropMatch's is the paths' K and p_drop, a relative's its one knob, the lossless test none."""
+def setting(entry: Rule, knob: float | None, K=None, p_drop=None) -> str:
+    """A rule's setting as words: DropMatch's is the paths' K and p_drop, a relative's its one knob ("epsilon 0.09",
+    its default where `knob` is None), the lossless test none."""
     if entry.needs_paths:
         return f"K {K}, p_drop {p_drop:g}"
     if entry.knob is not None:
         return f"{entry.knob.name} {entry.knob.default if knob is None else knob:g}"
     return ""
+
+
+def run_rule(trace: Trace) -> tuple[Rule, float | None]:
+    """The rule a run decided by and the knob it ran at (a relative's default where the config names none; None for
+    DropMatch's criteria and the lossless test, which take none)."""
+    cfg = trace.config
+    if cfg.get("method") not in RELAXED_METHODS:
+        return LOSSLESS, None
+    entry = RULES[cfg["criterion"]]
+    knob = cfg.get("knob")
+    return entry, (entry.knob.default if knob is None and entry.knob is not None else knob)
 
 
 def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = None) -> list[dict]:
@@ -119,7 +131,7 @@ def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = N
             "rule": entry.name,
             "label": entry.label,
             "family": entry.family,
-            "knob": _setting(entry, knobs.get(entry.name), K, p_drop),
+            "knob": setting(entry, knobs.get(entry.name), K, p_drop),
             "verdict": decide(rec, entry.name, knobs.get(entry.name)),
             "statistic": statistic(rec, entry.name, knobs.get(entry.name), K),
         }

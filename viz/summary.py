@@ -12,7 +12,8 @@ RUNS = ("DropMatch", "lossless")
 
 
 def divergence(traces: dict[str, Trace]) -> int | None:
-    """First output position where DropMatch departs from lossless, when both runs are there."""
+    """First output position where the relaxed run (the chosen rule's: DropMatch or a relative) departs from lossless,
+    when both runs are there."""
     dm, ll = traces.get("DropMatch"), traces.get("lossless")
     return first_divergence(dm, ll) if dm is not None and ll is not None else None
 

@@ -151,7 +151,7 @@ def legend_html(reasons=tuple(REASON_COLORS)) -> str:
     items.append(
         f'<span class="dm-legend-item"><span class="dm-swatch dm-mark">{DIVERGENCE_MARK}</span>'
         f"<b>{DIVERGENCE_LABEL}</b> "
-        '<span class="dm-legend-help">where the DropMatch output first departs from lossless</span></span>'
+        '<span class="dm-legend-help">where the chosen rule\'s output first departs from lossless</span></span>'
     )
     return '<div class="dm-legend">' + "".join(items) + "</div>"
 

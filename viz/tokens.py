@@ -6,6 +6,7 @@ from dropmatch.metrics import divergence, relaxed
 from dropmatch.token_kinds import LABELS as KIND_LABELS
 from dropmatch.token_kinds import code_kinds, text_kind
 from dropmatch.trace import TokenRecord, Trace
+from viz.rules import run_rule, setting, statistic
 from viz.theme import DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_LABELS, RELAXED, SEMANTIC, code
 
 
@@ -85,10 +86,29 @@ def token_kind(trace: Trace, rec: TokenRecord) -> str:
     return label if KIND_LABELS[as_prose] == label else f"{label} (as Python; as prose: {KIND_LABELS[as_prose]})"
 
 
+def rule_line(trace: Trace, rec: TokenRecord) -> str | None:
+    """For a relative's run, the rule that decided, its knob and how it joined the lossless test, and what it read at
+    this token's draft (a correction's: the draft it replaced); None for any other run."""
+    if trace.config.get("method") != "relative":
+        return None
+    entry, knob = run_rule(trace)
+    if entry.pi is not None:
+        how = "its own verification, in place of the lossless test"
+    else:
+        how = (
+            "alone, in place of the lossless test" if trace.config.get("mode") == "replace" else "OR the lossless test"
+        )
+    line = f"Rule of this run: **{entry.title}**, {setting(entry, knob)} ({how})."
+    ev = evidence_record(trace, rec)
+    if ev.kind == "draft":
+        line += f" At this draft: {statistic(ev, entry.name, knob, trace.config.get('K'))}."
+    return line
+
+
 def caption(trace: Trace, rec: TokenRecord) -> str:
-    """A few lines of Markdown that say what happened to this token and why."""
+    """A few lines of Markdown that say what happened to this token and why (for a relative's run, which rule ran)."""
     head = f"{code(rec.text)} · round {rec.round + 1}, position {rec.pos} · {REASON_LABELS.get(rec.reason, rec.reason)}"
-    lines = [head]
+    lines = [head, *filter(None, [rule_line(trace, rec)])]
     if rec.kind == "draft":
         verdict = "accepted" if rec.accepted else "rejected"
         lossless = "accepts" if rec.lossless else "rejects"
