@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +77,29 @@ def test_every_label_the_outputs_show_has_its_own_colour(name):
     spans, _ = viz.spans(trace, divergence=min(3, len(trace.token_ids) - 1))
     assert {label for _, label in spans} <= set(colors)
     assert len(set(colors.values())) == len(colors)
+
+
+def cie_lab(hex_color: str) -> tuple[float, float, float]:
+    """sRGB (D65) to CIE L*a*b*: distances there follow what an eye tells apart."""
+    rgb = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92 for c in rgb]
+    xyz = (
+        (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+        0.2126 * r + 0.7152 * g + 0.0722 * b,
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+    )
+    fx, fy, fz = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in xyz]
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def test_no_two_reasons_look_alike():
+    """Each pair of reason colours at least 20 apart in CIE L*a*b* (delta E 1976; a glance tells 10 apart), but the
+    two greys of tokens no rule decided (a skipped draft, a target-only token) on purpose; typical once sat 22 from
+    naive's yellow, MARS 16 from Fuzzy's teal."""
+    grey = {"skipped", "target"}
+    for (a, ca), (b, cb) in itertools.combinations(REASON_COLORS.items(), 2):
+        if {a, b} != grey:
+            assert math.dist(cie_lab(ca), cie_lab(cb)) >= 20, (a, b)
 
 
 def test_every_reason_an_emitted_token_can_carry_is_coloured():
