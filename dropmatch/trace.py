@@ -5,18 +5,20 @@ docs/algorithm.md ("What a trace records") describes each field.
 A `Trace` holds one `TokenRecord` per drafted position and per emitted correction / bonus / target
 token, and one `RoundRecord` per target verification forward (timings and costs). It round-trips
 through JSON unchanged. A trace that comes from outside (a file, an API result) is checked once, in
-`Trace.from_dict`: types, ranges and the consistency of records with rounds, every violation one message
-naming the field, so nothing past it can fail on a bad file.
+`Trace.from_dict`: types, ranges, the consistency of records with rounds and of each record with itself (its
+decision with its reason, its verdicts with the registry), and the text with the emitted records, every violation
+one message naming the field, so nothing past it can fail on a bad file, or contradict itself on screen.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from dropmatch.config import DRAFT_REASONS, RECORDED_STATISTICS, DecodeConfig
+from dropmatch.config import ACCEPT_REASONS, CRITERION_NAMES, DRAFT_REASONS, RECORDED_STATISTICS, DecodeConfig
 from dropmatch.schema import check_fields, check_value, parse_json
 
 KINDS = ("draft", "correction", "bonus", "target")
@@ -220,6 +222,55 @@ def _check_record(r: dict, where: str, config: DecodeConfig, vocab: int) -> None
         raise ValueError(f"{where}.rule_stats: unknown statistic {unknown[0]!r}")
     _within([stats.get(n) for n in ("entropy", "kl_qp")], 0.0, math.inf, f"{where}.rule_stats")
     _within([stats.get(n) for n in ("js_pq", "tv")], 0.0, 1.0, f"{where}.rule_stats")
+    _check_decision(r, where, config)
+
+
+def _check_decision(r: dict, where: str, config: DecodeConfig) -> None:
+    """A record's decision agrees with itself: a draft is accepted exactly when its reason is an acceptance reason
+    (config.ACCEPT_REASONS), a greedy exact match is the target's top-1 (the lossless test at T = 0 is d = argmax; at
+    T > 0 it is a draw, which any rank can pass), and its verdicts name registry rules (evidence mode) or a rule's
+    components (named by their reasons)."""
+    accepted, reason = r.get("accepted"), r["reason"]
+    if r["kind"] != "draft" and accepted is not None:
+        raise ValueError(f"{where}.accepted: only a draft is accepted or rejected; a {r['kind']} record holds null")
+    accepts = reason in ACCEPT_REASONS
+    if r["kind"] == "draft" and accepted is not accepts:
+        raise ValueError(
+            f"{where}.accepted: reason {reason!r} {'accepts' if accepts else 'rejects'} the draft, so accepted must be "
+            f"{json.dumps(accepts)}, got {json.dumps(accepted)}"
+        )
+    if reason == "exact" and config.temperature == 0:
+        if r.get("target_rank") not in (None, 1):
+            raise ValueError(
+                f"{where}.target_rank: a greedy exact match is the target's top-1, got rank {r['target_rank']}"
+            )
+        if r.get("target_argmax") not in (None, r["token_id"]):
+            raise ValueError(
+                f"{where}.target_argmax: a greedy exact match is the target's argmax, token {r['token_id']}; got "
+                f"{r['target_argmax']}"
+            )
+    unknown = sorted(set(r.get("verdicts") or {}) - {*CRITERION_NAMES, *ACCEPT_REASONS})
+    if unknown:
+        raise ValueError(f"{where}.verdicts: {unknown[0]!r} is neither a rule in the registry nor an acceptance reason")
+
+
+SPECIAL_SHAPE = re.compile(r"\s*(<[^<>\s]+>|\[[^\[\]\s]+\])\s*")  # how special tokens read: <|im_start|>, </s>, [INST]
+
+
+def _joins_to(text: str, pieces: list[str], eos: bool) -> bool:
+    """Whether a trace's `text`, the tokenizer's decode of the output with special tokens skipped, is what the emitted
+    records' texts (`pieces`, decoded token by token, special tokens kept) join to, as far as a check without the
+    tokenizer can tell: equal once U+FFFD is removed (bytes that form no character decode to more or fewer of them
+    depending on where a decode starts, and a record leaves off the one a cut-short character ends on), where a piece
+    shaped like a special token (SPECIAL_SHAPE), and the end token that stops an `eos` run, may be missing. A piece
+    that `text` holds at its place is taken as held, so one pass decides."""
+    visible, at = text.replace("\ufffd", ""), 0
+    for i, piece in enumerate(p.replace("\ufffd", "") for p in pieces):
+        if visible.startswith(piece, at):
+            at += len(piece)
+        elif not (SPECIAL_SHAPE.fullmatch(piece) or (eos and i == len(pieces) - 1)):
+            return False
+    return at == len(visible)
 
 
 def check(data: dict, vocab: int = MAX_TOKEN_ID) -> DecodeConfig:
@@ -230,9 +281,13 @@ def check(data: dict, vocab: int = MAX_TOKEN_ID) -> DecodeConfig:
     missing = sorted({"config", "target_id", "prompt", "records", "rounds"} - set(data))
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
+    unknown = sorted(set(data) - set(TOP))
+    if unknown:
+        raise ValueError(f"unknown field {unknown[0]!r} at the top level of the trace")
     for name, hint in TOP.items():
         if name in data:
             check_value(data[name], hint, name)
+    _at_least(data.get("n_prompt_tokens"), 0, "n_prompt_tokens")
     try:
         config = DecodeConfig(**data["config"])
     except TypeError as err:
@@ -283,4 +338,7 @@ def check(data: dict, vocab: int = MAX_TOKEN_ID) -> DecodeConfig:
     emitted = [r["token_id"] for r in data["records"] if r["emitted"]]
     if emitted != data.get("token_ids", emitted):
         raise ValueError("token_ids: must be the emitted records' tokens, in order")
+    pieces = [r["text"] for r in data["records"] if r["emitted"]]
+    if "text" in data and not _joins_to(data["text"], pieces, data.get("finish") == "eos"):
+        raise ValueError("text: must be what the emitted records' texts join to (U+FFFD and special tokens aside)")
     return config

@@ -14,6 +14,7 @@ from dropmatch.models import encode_prompt
 from dropmatch.schema import MAX_BYTES, parse_json
 from dropmatch.trace import Trace
 from ui.common import (
+    APP_PROMPT_CHARS,
     APP_VOCAB,
     DEFAULTS,
     ROOT,
@@ -104,7 +105,8 @@ def downloads(traces: dict[str, Trace]) -> list[str]:
 
 def read_traces(files) -> dict[str, Trace]:
     """Traces from downloaded files (or a saved /trace result), each checked where it enters (size, nesting,
-    schema, token ids within the app's vocabulary); a bad file, or none, is a clear gr.Error."""
+    schema, token ids within the app's vocabulary, the prompt within the Prompt box's limit, one run of each name);
+    a bad file, or none, is a clear gr.Error."""
     traces = {}
     for path in [files] if isinstance(files, str) else files or []:
         try:
@@ -112,7 +114,12 @@ def read_traces(files) -> dict[str, Trace]:
                 raise ValueError(
                     f"the file has {Path(path).stat().st_size:,} bytes; a trace file may have at most {MAX_BYTES:,}"
                 )
-            traces.update(traces_from_data(parse_json(Path(path).read_bytes()), APP_VOCAB))
+            found = traces_from_data(parse_json(Path(path).read_bytes()), APP_VOCAB)
+            if twice := sorted(set(found) & set(traces)):
+                raise ValueError(f"a second {twice[0]} run: an upload opens at most one of each ({' and '.join(RUNS)})")
+            if long := [t.prompt for t in found.values() if len(t.prompt) > APP_PROMPT_CHARS]:
+                raise ValueError(f"prompt: has {len(long[0]):,} characters; the app's limit is {APP_PROMPT_CHARS:,}")
+            traces.update(found)
         except ValueError as err:
             raise UserError(f"{Path(path).name}: {err}") from None
     if not traces:

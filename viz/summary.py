@@ -84,5 +84,7 @@ def traces_from_data(data, vocab: int = MAX_TOKEN_ID) -> dict[str, Trace]:
             trace = Trace.from_dict(item, vocab)
         except ValueError as err:
             raise ValueError(f"not a DropMatch trace: {err}") from None
+        if run_name(trace) in traces:
+            raise ValueError(f"two {run_name(trace)} runs in one file: a file holds at most one of each")
         traces[run_name(trace)] = trace
     return traces
