@@ -89,6 +89,7 @@ def _settings() -> dict:
             info="DropMatch on the K paths (reads the dropout paths), or a relative that reads the target only or "
             "compares draft and target (each rule's family: the inspector's every-rule table)",
             scale=2,
+            elem_id="criterion",
         )
         # A textbox, not gr.Number: a Number shows and sends 0 when empty, and 0 is a real knob (typical's epsilon 0
         # accepts every draft) where empty means the rule's default.
@@ -336,7 +337,7 @@ def run(v: Parts, prompt, chat, pair, *, settings: dict):
     side round by round."""
     prompt, cfgs = runs.validate(prompt, settings)
     chat = check_chat(chat)
-    yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN}
+    yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN, v["stop"]: stop_button(True)}
     clock, traces, measured, drawn = time.perf_counter(), {}, {}, float("-inf")
     for name, trace in runs.rounds(pair, prompt, cfgs, chat):
         # only the run that advanced has a new state: its metrics once, the other run's kept
@@ -510,22 +511,12 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         "api_visibility": "private",
         "outputs": [*labels, *pick(v, ("prompt", "chat", *SETTINGS))],
     }
-    # Stop turns on as Run is pressed, unless the validator refuses the run (then nothing on the page changes)
-    v["run"].click(
-        lambda *_: stop_button(True),
-        pick(v, RUN_INPUTS),
-        v["stop"],
-        api_visibility="private",
-        queue=False,
-        preprocess=False,
-        validator=check_run,
-    )
     # preprocess=False: the inputs arrive as sent, and the library's checks name a bad one (a slider's own check
     # would fail with a bare "Error" on "abc" or "nan")
-    go = v["run"].click(
+    go = v["run"].click(  # Stop turns on with the run's first update: a refused run leaves it off
         bind(run, v),
         pick(v, RUN_INPUTS),
-        out,
+        [*out, v["stop"]],
         api_name="run",
         concurrency_id="model",
         # Gradio's tracker on the status line alone: while the request waits behind another visitor's it says its

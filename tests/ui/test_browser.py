@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 import app
 from ui import runs
+from viz.summary import status_line
 from viz.theme import DIVERGENCE_MARK, REASON_COLORS
 
 CHROMIUM = "/usr/bin/chromium"
@@ -177,10 +178,22 @@ def test_an_example_opens_its_recorded_runs_at_once(page):
     assert page.locator("#out-dropmatch .token").count() >= len(recorded["DropMatch"].token_ids)
 
 
+def wall_times(page) -> list[float]:
+    """Both runs' own decoding time (the metrics table's "wall time (s)" row: prefill and rounds, no page)."""
+    page.get_by_role("tab", name="Metrics").click()
+    page.wait_for_selector("#metrics table", timeout=30_000)
+    page.wait_for_function("document.querySelector('#metrics').innerText.includes('wall time (s)')", **POLL)
+    found = re.search(r"wall time \(s\)\s+([\d.]+)\s+([\d.]+)", page.locator("#metrics").inner_text())
+    return [float(found[1]), float(found[2])]
+
+
 def test_run_an_example_and_inspect_a_token(page):
     page.get_by_role("button", name="English story").click()
     expect(page.locator("#prompt textarea")).to_have_value(re.compile("fisherman"), timeout=15_000)
     assert page.locator("#max-new-tokens input[type=number]").input_value() == "48"  # the first screen's run
+    page.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')", **POLL)
+    same_here = "Run decodes the same tokens" in page.locator("#status").inner_text()  # recorded on this CPU
+    recorded = runs.recorded()
     clicked = time.perf_counter()
     page.click("#run-btn")
     status = "([s]) => document.querySelector('#status').innerText.includes(s)"  # the recorded example is shown
@@ -188,9 +201,15 @@ def test_run_an_example_and_inspect_a_token(page):
     first_round = time.perf_counter() - clicked
     page.wait_for_function(status, arg=["Done"], polling=100, timeout=300_000)
     done = time.perf_counter() - clicked
+    if same_here:  # the first screen restored every setting that decided it: Run gives its runs again
+        expected = status_line(recorded, "Done").replace("**", "").split("·", 1)[1].strip()
+        assert page.locator("#status").inner_text().split("·", 1)[1].strip() == expected
+    decodes = wall_times(page)
+    page.get_by_role("tab", name="Accept / reject map").click()
     (ARTIFACTS / "browser_timing.txt").write_text(  # measured, never asserted: timings here depend on the machine
         f"48 tokens side by side (DropMatch and lossless, full evidence, {os.cpu_count()} CPUs): click Run -> first "
-        f"streamed round {first_round:.2f} s, -> Done {done:.2f} s\n"
+        f"streamed round {first_round:.2f} s, -> Done {done:.2f} s; the two decodes alone {sum(decodes):.2f} s "
+        f"({' + '.join(f'{d:.2f}' for d in decodes)}): the page adds {done / sum(decodes) - 1:+.1%}\n"
     )
     assert page.locator("#out-lossless .token").count() > 0
     for sel in ("#map-dropmatch", "#map-lossless"):
@@ -316,3 +335,76 @@ def test_a_live_sweep_runs_from_the_analysis_tab(page):
     assert page.locator("#lab-summary tbody tr").count() == 2  # lossless and DropMatch at the centre
     page.locator("#lab-suite label", has_text="DropMatch's own sweep · mini_spec_bench").click()
     page.wait_for_function("document.querySelector('#lab-note').innerText.includes('Recorded sweep')", **POLL)
+
+
+def test_a_refused_run_leaves_the_views_as_they_were(page, phone):
+    for tab in (page, phone):
+        tab.get_by_role("tab", name="Explore").click()
+        before = tab.locator("#out-dropmatch").inner_text()
+        status = tab.locator("#status").inner_text()
+        tab.locator("#prompt textarea").fill("")
+        tab.click("#run-btn")
+        tab.wait_for_function("document.body.innerText.includes('Type a prompt or pick an example first.')", **POLL)
+        time.sleep(1)
+        assert tab.locator("#out-dropmatch").inner_text() == before and tab.locator("#status").inner_text() == status
+        assert tab.get_by_text("Error", exact=True).count() == 0, "no error badge over the views"
+        assert tab.locator("#stop-btn").is_disabled(), "Stop stays off after a refused Run"
+        tab.get_by_role("button", name="English story").click()
+        expect(tab.locator("#prompt textarea")).to_have_value(re.compile("fisherman"), timeout=15_000)
+
+
+def test_the_maps_recolour_by_a_relative_at_its_default_knob(page, phone):
+    for tab in (page, phone):
+        tab.get_by_role("tab", name="Explore").click()
+        tab.get_by_role("tab", name="Accept / reject map").click()
+        tab.locator("#recolour input").click()
+        tab.get_by_role("option", name="Relative: target top-k").click()
+        plot_rendered(tab, "#map-dropmatch", "at k 2 (its default)")
+        assert tab.get_by_text("Error", exact=True).count() == 0, "top-k at its default knob draws both maps"
+        assert (
+            tab.locator("#rule-knob :is(input, textarea)").input_value() == ""
+        )  # empty means the default, and says so
+        tab.locator("#recolour input").click()
+        tab.get_by_role("option", name="each run's own decisions").click()
+        plot_rendered(tab, "#map-dropmatch", "accept / reject per round")
+
+
+def test_on_a_phone_the_wide_figures_scroll_inside_their_panels(phone):
+    phone.get_by_role("tab", name="Explore").click()
+    phone.locator("#out-dropmatch .token").nth(3).click()
+    plot_rendered(phone, "#insp-heatmap", "Top tokens under each head")
+    for tab, sel in ((None, "#insp-heatmap"), ("Accept / reject map", "#map-dropmatch"), ("Step through", "#step-fig")):
+        if tab:
+            phone.get_by_role("tab", name=tab).click()
+            plot_rendered(phone, sel)
+        box = phone.locator(sel)
+        assert box.evaluate("e => e.scrollWidth > e.clientWidth"), f"{sel} is as wide as the phone: nothing to scroll"
+        right = box.evaluate(
+            """e => { e.scrollLeft = e.scrollWidth; const svg = e.querySelector('.main-svg').getBoundingClientRect();
+            return [svg.right, e.getBoundingClientRect().right, e.scrollLeft]; }"""
+        )
+        assert right[2] > 0 and abs(right[0] - right[1]) <= 2, f"{sel}: scrolling does not reveal its last column"
+        phone.locator(sel).screenshot(path=str(ARTIFACTS / f"phone_scrolled_{sel[1:]}.png"))
+    no_sideways_scroll(phone)
+
+
+def test_a_relatives_run_explains_its_own_test(page):
+    page.get_by_role("tab", name="Explore").click()
+    page.locator("#max-new-tokens input[type=number]").fill("16")
+    page.locator("#max-new-tokens input[type=number]").press("Tab")
+    page.locator("#criterion input").click()
+    page.get_by_role("option", name="Relative: typical acceptance (Medusa)").click()
+    expect(page.locator("#knob :is(input, textarea)")).to_have_attribute(
+        "placeholder", re.compile("epsilon 0.09"), timeout=15_000
+    )
+    page.click("#run-btn")
+    page.wait_for_function("document.querySelector('#status').innerText.includes('Done')", polling=250, timeout=300_000)
+    page.locator(f'#out-dropmatch .token[style*="{rgb(REASON_COLORS["exact"])}"]').first.click()
+    plot_rendered(page, "#insp-js", "typical acceptance (Medusa), epsilon 0.09")
+    assert "JS test" not in page.locator("#insp-js").inner_text()
+    assert "typical" in page.locator(".dm-caption").first.inner_text()
+    page.locator("#inspector").first.screenshot(path=str(ARTIFACTS / "inspector_typical.png"))
+    page.locator("#criterion input").click()
+    page.get_by_role("option", name="DropMatch: js+majority (the paper's Algorithm 1)").click()
+    page.locator("#max-new-tokens input[type=number]").fill("48")
+    page.locator("#max-new-tokens input[type=number]").press("Tab")
