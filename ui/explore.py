@@ -89,6 +89,7 @@ def _settings() -> dict:
             info="DropMatch on the K paths (reads the dropout paths), or a relative that reads the target only or "
             "compares draft and target (each rule's family: the inspector's every-rule table)",
             scale=2,
+            min_width=300,  # on a phone the menu takes the row and the knob goes below: no clipped names
             elem_id="criterion",
         )
         # A textbox, not gr.Number: a Number shows and sends 0 when empty, and 0 is a real knob (typical's epsilon 0
@@ -172,7 +173,8 @@ def _outputs() -> dict:
             o[f"plain_{name}"] = gr.Textbox(
                 label=f"{name} text", lines=3, interactive=False, buttons=["copy"], elem_id=f"plain-{name.lower()}"
             )
-    with gr.Group(elem_id="inspector"):
+    # the id on a Column: Gradio's Group writes its elem_id on two nested elements (two elements with one id)
+    with gr.Column(elem_id="inspector"), gr.Group():
         o["caption"] = gr.Markdown("**Token inspector** · click any token above.", elem_classes="dm-caption")
         with gr.Row():
             o["heat"] = gr.Plot(

@@ -20,6 +20,7 @@ from ui.common import (
     ROOT,
     UserError,
     check_chat,
+    check_pair,
     check_prompt,
     check_prompt_tokens,
     configs,
@@ -70,7 +71,7 @@ def gpu_seconds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> 
 def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
     """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace); a prompt
     that would make a run longer than APP_RUN_TOKENS is refused before any decoding."""
-    models = model_pair(pair or default_pair(), next(iter(cfgs.values())).draft_quant)
+    models = model_pair(check_pair(pair or default_pair()), next(iter(cfgs.values())).draft_quant)
     with user_errors():
         check_prompt_tokens(
             len(encode_prompt(models.tokenizer, prompt, chat)), max(c.max_new_tokens for c in cfgs.values())

@@ -119,6 +119,13 @@ def test_the_first_screen_shows_the_recorded_example(page, phone):
         for label in ("Explore", "Analysis", "How it works"):
             assert tab.get_by_role("tab", name=label).is_visible(), f"{label}: tabs wrap, none hides in a menu"
         no_sideways_scroll(tab)
+        repeated = tab.evaluate(  # plotly's own style and symbol ids aside
+            """() => { const n = {};
+            document.querySelectorAll('[id]').forEach((e) => { n[e.id] = (n[e.id] || 0) + 1; });
+            const theirs = ['symbol', 'plotly.js-style-global'];
+            return Object.keys(n).filter((id) => id && n[id] > 1 && !theirs.includes(id)); }"""
+        )
+        assert repeated == [], f"ids on more than one element: {repeated}"
         tab.screenshot(path=str(ARTIFACTS / f"{name}_first_screen.png"), full_page=False)
     token = page.locator("#out-dropmatch .token").nth(2)
     token.hover()

@@ -29,7 +29,7 @@ def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view)
     trace = traces["DropMatch"]
     assert out["prompt"] == trace.prompt and out["chat"] is trace.chat is False
     assert {k: out[k] for k in SETTINGS} == {k: trace.config[k] for k in SETTINGS}
-    if DEFAULTS["draft_quant"] == "int8":  # on a CPU the first screen is what Run decodes at the starting values
+    if DEFAULTS["draft_quant"] != "none":  # on a CPU the first screen is what Run decodes at the starting values
         assert {k: trace.config[k] for k in SETTINGS} == {k: DEFAULTS.get(k) for k in SETTINGS}
     old = {n: Trace.from_json(DATA / f"story_{n.lower()}.json") for n in RUNS}
     assert old["DropMatch"].config["draft_quant"] is None  # recorded before the option: that control is kept as is
@@ -37,7 +37,7 @@ def test_an_opened_trace_puts_its_prompt_and_settings_back_in_the_controls(view)
     assert "DropMatch output" in out["DropMatch"].label and out["plain_lossless"].value == traces["lossless"].text
     hovers = json.loads(out["hovers"].split("data-hovers='")[1].split("'>")[0].replace("&quot;", '"'))
     assert len(hovers["out-dropmatch"]) == len(trace.token_ids) + 1  # every token, and the divergence marker
-    assert hovers["out-dropmatch"][0].startswith("exact match · q ")
+    assert any(line.startswith("exact match · q ") for line in hovers["out-dropmatch"])
 
 
 def test_the_recorded_example_says_where_it_was_decoded(view, monkeypatch):
