@@ -12,9 +12,9 @@ import time
 import gradio as gr
 import pandas as pd
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
+from served import served
 
-import app
 import viz
 from dropmatch.lab.sweep import load_sweep
 from ui import analysis, compare, explore, runs
@@ -63,12 +63,8 @@ def sweep_parts():
 
 @pytest.fixture(scope="module")
 def client():
-    demo = app.build_demo()
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
-    try:
-        yield Client(url, verbose=False)
-    finally:
-        demo.close()
+    with served() as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from gradio_client import Client
+from served import served
 
-import app
 from dropmatch.config import SETTINGS
 from ui import runs
 from ui.common import DEFAULTS
@@ -75,15 +75,9 @@ def classify(client: Client, endpoint: str, changes: dict, word: str) -> str:
 
 @pytest.fixture(scope="module")
 def client(noisy_pair):
-    patch = pytest.MonkeyPatch()
-    patch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
-    demo = app.build_demo()
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
-    try:
-        yield Client(url, verbose=False)
-    finally:
-        demo.close()
-        patch.undo()
+    with pytest.MonkeyPatch.context() as patch, served() as c:
+        patch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+        yield c
 
 
 @pytest.mark.parametrize("endpoint", ["/trace", "/run"])
