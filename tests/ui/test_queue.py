@@ -1,0 +1,59 @@
+"""Two visitors, one model: while one run holds the worker, the second visitor's status line says it waits and where
+(Gradio's tracker on the status line alone). The tiny pair, slowed to half a second a round, stands in for the model;
+a real browser (Debian's chromium) shows both pages."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import app
+from ui import runs
+from ui.common import DEFAULTS
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None, reason="needs /usr/bin/chromium"),
+]
+
+
+def test_a_waiting_request_shows_its_place_in_the_queue(noisy_pair, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    pair = dataclasses.replace(noisy_pair, draft_quant=DEFAULTS["draft_quant"])  # as the controls start
+    monkeypatch.setattr(runs, "model_pair", lambda name, draft_quant="none": pair)
+    decode = runs.rounds
+
+    def slow(*args, **kwargs):
+        for step in decode(*args, **kwargs):
+            time.sleep(0.5)
+            yield step
+
+    monkeypatch.setattr(runs, "rounds", slow)
+    demo = app.build_demo()
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
+    try:
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+            first, second = (chromium.new_page(viewport={"width": w, "height": 900}) for w in (1440, 390))
+            for page in (first, second):
+                page.goto(url)
+                page.wait_for_selector("#status", timeout=60_000)
+                page.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')")
+                page.locator("#max-new-tokens input[type=number]").fill("12")
+                page.locator("#max-new-tokens input[type=number]").press("Tab")
+            first.click("#run-btn")
+            first.wait_for_function("document.querySelector('#status').innerText.includes('Running')")
+            second.click("#run-btn")
+            second.wait_for_function("document.querySelector('#status').innerText.includes('queue: 1/1')")
+            second.wait_for_function(
+                "document.querySelector('#status').innerText.includes('Done')", polling=250, timeout=120_000
+            )
+            chromium.close()
+    finally:
+        demo.close()
