@@ -380,6 +380,9 @@ def test_on_a_phone_the_wide_figures_scroll_inside_their_panels(phone):
     phone.get_by_role("tab", name="Explore").click()
     phone.locator("#out-dropmatch .token").nth(3).click()
     plot_rendered(phone, "#insp-heatmap", "Top tokens under each head")
+    phone.wait_for_function("document.querySelector('#insp-rules').innerText.includes('Every rule at draft')", **POLL)
+    rules = phone.locator("#insp-rules .scroll").first  # the every-rule table: readable columns, scrolled sideways
+    assert rules.evaluate("e => e.scrollWidth > e.clientWidth && getComputedStyle(e).overflowX === 'auto'")
     for tab, sel in ((None, "#insp-heatmap"), ("Accept / reject map", "#map-dropmatch"), ("Step through", "#step-fig")):
         if tab:
             phone.get_by_role("tab", name=tab).click()
