@@ -378,7 +378,7 @@ def test_the_maps_recolour_by_a_relative_at_its_default_knob(page, phone):
 
 def test_on_a_phone_the_wide_figures_scroll_inside_their_panels(phone):
     phone.get_by_role("tab", name="Explore").click()
-    phone.locator("#out-dropmatch .token").nth(3).click()
+    phone.locator(f'#out-dropmatch .token[style*="{rgb(REASON_COLORS["exact"])}"]').first.click()  # a draft
     plot_rendered(phone, "#insp-heatmap", "Top tokens under each head")
     phone.wait_for_function("document.querySelector('#insp-rules').innerText.includes('Every rule at draft')", **POLL)
     rules = phone.locator("#insp-rules .scroll").first  # the every-rule table: readable columns, scrolled sideways
