@@ -313,9 +313,13 @@ def check_run(prompt, chat, pair, *, settings: dict) -> list[dict]:
     gr.validate per input, in RUN_INPUTS order, a bad one with its message under its control; nothing else on the
     page changes, and the request never waits in the queue to be refused."""
     problems = {}
-    for name, check in (("prompt", check_prompt), ("chat", check_chat), ("pair", check_pair)):
+    for name, check, value in (
+        ("prompt", check_prompt, prompt),
+        ("chat", check_chat, chat),
+        ("pair", check_pair, pair),
+    ):
         try:
-            check({"prompt": prompt, "chat": chat, "pair": pair}[name])
+            check(value)
         except UserError as err:
             problems[name] = err.message
     for name in SETTINGS:

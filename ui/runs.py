@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dropmatch.config import SETTINGS, DecodeConfig
-from dropmatch.decode import stream
+from dropmatch.decode import Decoder
 from dropmatch.metrics import compare, token_table
 from dropmatch.models import encode_prompt
 from dropmatch.schema import MAX_BYTES, parse_json
@@ -73,10 +73,9 @@ def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Itera
     that would make a run longer than APP_RUN_TOKENS is refused before any decoding."""
     models = model_pair(check_pair(pair or default_pair()), next(iter(cfgs.values())).draft_quant)
     with user_errors():
-        check_prompt_tokens(
-            len(encode_prompt(models.tokenizer, prompt, chat)), max(c.max_new_tokens for c in cfgs.values())
-        )
-        streams = {name: stream(models, prompt, cfg, chat) for name, cfg in cfgs.items()}
+        ids = encode_prompt(models.tokenizer, prompt, chat)  # once: the limit's count and both runs' prompt
+        check_prompt_tokens(len(ids), max(c.max_new_tokens for c in cfgs.values()))
+        streams = {name: Decoder(models, cfg, ids, prompt, bool(chat)).rounds() for name, cfg in cfgs.items()}
     yield from interleave(streams)
 
 
