@@ -49,7 +49,7 @@ def majority(stats: PathStats) -> Verdict:
 
 def majority_strict(stats: PathStats) -> Verdict:
     """Accept d when more than K/2 paths vote for it."""
-    counts = torch.tensor([v.get(d, 0) for v, d in zip(stats.votes, stats.draft.tolist())])
+    counts = (stats.tokens == stats.draft[:, None]).sum(-1)  # [P]
     hit = counts * 2 > stats.K
     return Verdict(accept=hit, components={"majority": hit})
 
@@ -275,13 +275,15 @@ def is_tie(greedy: bool, accepted: bool | None, lossless: bool | None, rank: int
     return bool(greedy and accepted and lossless is False and rank == 1 and token != argmax)
 
 
-def accepted_length(accepts: torch.Tensor) -> int:
+def accepted_length(accepts: torch.Tensor | list[bool]) -> int:
     """The one prefix rule: how many leading positions are accepted (Medusa's cumprod(mask).sum())."""
-    return int(torch.cumprod(accepts.to(torch.long), 0).sum())
+    return int(torch.cumprod(torch.as_tensor(accepts, dtype=torch.long), 0).sum())
 
 
 def residual_sample(p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> int:
-    """Replacement after a rejection: a draw from norm(max(p - q, 0)); from p itself if that is all zero."""
+    """Replacement after a rejection: a draw from norm(max(p - q, 0)); from p itself if that is all zero. Drawn
+    with `generator` on its device (the CPU's: a seed replays the same run on any device)."""
+    p, q = p.to(generator.device), q.to(generator.device)
     residual = (p - q).clamp_min(0.0)
     total = residual.sum()
     dist = residual / total if total > 0 else p

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from transformers import DynamicCache
@@ -23,6 +24,7 @@ from dropmatch.config import RELAXED_METHODS, TARGET_ONLY_METHODS, DecodeConfig,
 from dropmatch.criteria import RULES, accepted_length, residual_sample
 from dropmatch.evidence import Evidence
 from dropmatch.heads import TargetHead, dropout_masks, pad_vocab, path_logits, position_generator
+from dropmatch.host import fetch
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.records import Checked, RoundOutcome, round_records
 from dropmatch.trace import RoundRecord, Trace
@@ -46,9 +48,10 @@ class _Stage:
         return self.cache.get_seq_length()
 
     @torch.inference_mode()
-    def hidden(self, ids: list[int]) -> torch.Tensor:
-        """Feed new tokens through the body, extending the cache.  # [n, H]"""
-        x = torch.tensor([ids], device=self.device)
+    def hidden(self, ids: list[int] | torch.Tensor) -> torch.Tensor:
+        """Feed new tokens (ids, or a tensor of them, which stays on the device) through the body, extending the
+        cache.  # [n, H]"""
+        x = ids.to(self.device)[None] if isinstance(ids, torch.Tensor) else torch.tensor([ids], device=self.device)
         return self.body(input_ids=x, past_key_values=self.cache, use_cache=True).last_hidden_state[0]
 
     @torch.inference_mode()
@@ -56,7 +59,7 @@ class _Stage:
         """The model's own head in float32, padded to the pair's vocabulary with -inf.  # [n, V]"""
         return pad_vocab(self.head(h), self.vocab)
 
-    def next_logits(self, ids: list[int]) -> torch.Tensor:
+    def next_logits(self, ids: list[int] | torch.Tensor) -> torch.Tensor:
         """Feed new tokens; the logits after the last of them.  # [V]"""
         return self.logits(self.hidden(ids)[-1:])[0]
 
@@ -108,23 +111,48 @@ def cpu_bf16() -> bool:
 
 
 class Timer:
-    """Seconds per named step of a round, summed; CUDA work is synchronised at each boundary."""
+    """Seconds per named step of a round, summed. On the CPU a step's wall clock; on CUDA the device's own clock
+    between events recorded at the step's ends (no host sync), read after the round's last read of the device."""
+
+    STEPS = ("draft", "target", "paths", "criteria")
 
     def __init__(self, device: torch.device):
-        self.device, self.seconds = device, {"draft": 0.0, "target": 0.0, "paths": 0.0, "criteria": 0.0, "total": 0.0}
-
-    def _now(self) -> float:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        return time.perf_counter()
+        self.device, self.seconds = device, dict.fromkeys((*self.STEPS, "total"), 0.0)
+        self._events: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
 
     @contextmanager
     def __call__(self, step: str):
-        start = self._now()
+        on_device = self.device.type == "cuda" and step != "total"  # the round's total is the host's wall clock
+        if on_device:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        begun = time.perf_counter()
         try:
             yield
         finally:
-            self.seconds[step] += self._now() - start
+            if on_device:
+                end.record()
+                self._events.append((step, start, end))
+            else:
+                self.seconds[step] += time.perf_counter() - begun
+
+    def read(self) -> dict[str, float]:
+        """The seconds per step; call after the round has read the device (its events have then completed)."""
+        for step, start, end in self._events:
+            self.seconds[step] += start.elapsed_time(end) / 1000
+        self._events.clear()
+        return self.seconds
+
+
+class Read(NamedTuple):
+    """A round's decisions as the host reads them: the drafts, the lossless verdicts, the decisions, the target's
+    argmax at every verify position, and the positions checked ({position: Checked})."""
+
+    draft: list[int]
+    lossless: list[bool]
+    accepts: list[bool]
+    argmax: list[int]
+    checked: dict
 
 
 class Decoder:
@@ -152,6 +180,7 @@ class Decoder:
         self.pair, self.cfg = pair, config
         self.target, self.draft = stages(pair, drafting)
         self.rule = RULES[config.criterion] if config.method in RELAXED_METHODS else None
+        self.at_once = self.target.device.type != "cpu"  # a GPU checks every drafted position in one head product
         self.prompt_ids = list(prompt_ids)
         self.T = sampling_temperature(config.temperature)  # distributions are compared at T (1 when greedy)
         self.generator = torch.Generator().manual_seed(config.seed)
@@ -180,31 +209,39 @@ class Decoder:
         n, seen = len(self.prompt_ids), stage.length
         return self.prompt_ids[seen:] + self.trace.token_ids[max(0, seen - n) :]
 
-    def _pick(self, logits: torch.Tensor) -> int:
-        """The next token from logits: argmax when greedy, else a seeded sample at the temperature."""
+    def _pick(self, logits: torch.Tensor) -> torch.Tensor:
+        """The next token from logits, left on their device: argmax when greedy, else a seeded sample at the
+        temperature, drawn on the CPU with the run's generator (a host read; a seed then replays the same run on any
+        device).  # []"""
         if self.cfg.temperature <= 0:
-            return int(logits.argmax())
-        return int(torch.multinomial(torch.softmax(logits.cpu() / self.T, -1), 1, generator=self.generator))
+            return logits.argmax()
+        probs = torch.softmax(logits.cpu() / self.T, -1)
+        return torch.multinomial(probs, 1, generator=self.generator)[0].to(logits.device)
 
-    def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
-        """The draft proposes k tokens autoregressively and keeps its full log-distributions q.  # [k], [k, V]"""
-        tokens, q_logp, feed = [], [], self._unseen(self.draft) if k else []
+    def _draft(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The draft proposes k tokens autoregressively and keeps its full log-distributions q, on the target's
+        device; each greedy step feeds the last token back without reading it on the host.  # [k], [k, V]"""
+        device = self.target.device
+        if k == 0:
+            return torch.empty(0, dtype=torch.long, device=device), torch.empty(0, self.target.vocab, device=device)
+        tokens, q_logp, feed = [], [], self._unseen(self.draft)
         for _ in range(k):
             logits = self.draft.next_logits(feed)  # [V]
             q_logp.append(torch.log_softmax(logits / self.T, -1))
             tokens.append(self._pick(logits))
-            feed = [tokens[-1]]
-        return tokens, torch.stack(q_logp).cpu() if k else torch.empty(0)
+            feed = tokens[-1][None]
+        return torch.stack(tokens).to(device), torch.stack(q_logp).to(device)
 
     def _paths(self, round_: int, positions: list[int], h: torch.Tensor) -> tuple[torch.Tensor, tuple]:
-        """K dropout paths at the given positions, one batched head product: their logits [P, K, V], and the
-        positions' generators where path tokens are sampled (T > 0)."""
+        """K dropout paths at the given positions, one batched head product on the target's device: their logits
+        [P, K, V], and the positions' generators where path tokens are sampled (T > 0). The masks are drawn on the
+        CPU, one generator per (round, position), so every device and every mode draws the same ones."""
         cfg = self.cfg
         gens = [position_generator(cfg.seed, round_, j) for j in positions]
         masks = torch.stack([dropout_masks(1, cfg.K, h.shape[-1], cfg.p_drop, g)[0] for g in gens])  # [P, K, H]
         with torch.inference_mode():
             logits = path_logits(h[positions], self.target.head, masks, cfg.p_drop)
-        return pad_vocab(logits, self.target.vocab).cpu(), tuple(gens) if cfg.temperature > 0 else ()
+        return pad_vocab(logits, self.target.vocab), tuple(gens) if cfg.temperature > 0 else ()
 
     def _paths_are_the_head(self) -> bool:
         """Greedy, OR mode, p_drop 0: every path is the unmasked head, whose top-1 is the exact test's argmax,
@@ -213,55 +250,77 @@ class Decoder:
         cfg = self.cfg
         return cfg.method == "dropmatch" and cfg.p_drop == 0 and cfg.temperature == 0 and cfg.mode == "or"
 
-    def _relax(self, round_: int, ev: Evidence, h, lossless: list[bool], timer: Timer) -> tuple[list[bool], dict]:
-        """Per-position decisions with the rule (OR with lossless, or replacing it), and what each checked
+    def _check(self, round_: int, ev: Evidence, h: torch.Tensor, positions: list[int], timer: Timer):
+        """The evidence at some drafted positions (with the K paths for a rule that reads them, or in evidence mode),
+        and the rule's verdict there (None for a lossless run)."""
+        rule, part = self.rule, ev.rows(positions)
+        if rule is not None and (rule.needs_paths or self.cfg.evidence):
+            with timer("paths"):
+                part = part.with_paths(*self._paths(round_, positions, h))
+        if rule is None:
+            return part, None
+        with timer("criteria"):
+            return part, rule(part, self.cfg.knob)
+
+    def _relax(self, round_: int, ev: Evidence, h, timer: Timer) -> Read:
+        """Per-position decisions with the rule (OR with lossless, or replacing it), read on the host with the
+        drafts, the lossless verdicts and the target's argmax at every verify position; and what each checked
         position showed ({position: Checked}).
 
-        Lazy (the default) checks only the positions the decision needs, in order, until the accepted prefix
-        ends, and computes the K paths only for a rule that reads them. A rule with its own pi (the speculative
-        cascades) is the verification itself: it decides every position, in either mode. `evidence` checks every drafted
-        position at once, paths included for a relaxed method, so the inspector can show every rule; a
-        lossless run gets the relatives' statistics there too. Same decisions either way.
+        Lazy (the default) checks only the positions the decision needs, in order, until the accepted prefix ends,
+        and computes the K paths only for a rule that reads them. On the CPU it checks them one at a time and stops
+        at the first rejection; on a GPU (`at_once`) it checks every drafted position in one head product and reads
+        the decisions in one copy, then keeps the records of the positions a one-at-a-time run checks: the same
+        decisions and records, at one host sync. A rule with its own pi (the speculative cascades) is the
+        verification itself: it decides every position, in either mode. `evidence` checks every drafted position
+        at once, paths included for a relaxed method, so the inspector can show every rule; a lossless run gets the
+        relatives' statistics there too. Same decisions either way.
         """
         cfg, rule, k = self.cfg, self.rule, len(ev.draft)
-        accepts, found = list(lossless), {}
-        if k == 0 or (rule is None and not cfg.evidence):
-            return accepts, found
-        if rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head():
-            return accepts, found  # every DropMatch rule then accepts exactly what exact match accepts
+        plain = k == 0 or (rule is None and not cfg.evidence)
+        if plain or (rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head()):
+            seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})  # a rule adds nothing
+            return Read(seen["draft"], seen["native"], list(seen["native"]), seen["argmax"], {})
         joined = cfg.mode == "or" and (rule is None or rule.pi is None)  # the lossless test accepts on its own
-        groups = [list(range(k))] if cfg.evidence else [[j] for j in range(k) if not (joined and lossless[j])]
-        for positions in groups:
-            part = ev.rows(positions)
-            if rule is not None and (rule.needs_paths or cfg.evidence):
-                with timer("paths"):
-                    part = part.with_paths(*self._paths(round_, positions, h))
-            hits, components = [False] * len(positions), {}
-            if rule is not None:
-                with timer("criteria"):
-                    verdict = rule(part, cfg.knob)
-                    hits, components = verdict.accept.tolist(), verdict.components
-            for row, j in enumerate(positions):
-                found[j] = Checked(
-                    evidence=part, row=row, components={name: bool(v[row]) for name, v in components.items()}
-                )
+        if cfg.evidence or self.at_once:
+            part, verdict = self._check(round_, ev, h, list(range(k)), timer)
+            hits, parts = (None, {}) if verdict is None else (verdict.accept, verdict.components)
+            seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax, "hits": hits, "parts": parts})
+            lossless, hits, parts = seen["native"], seen["hits"], seen["parts"]
+            accepts, found = list(lossless), {}
+            order = range(k) if cfg.evidence else [j for j in range(k) if not (joined and lossless[j])]
+            for j in order:
+                found[j] = Checked(evidence=part, row=j, components={name: v[j] for name, v in parts.items()})
                 if rule is not None:
-                    accepts[j] = (lossless[j] or hits[row]) if joined else hits[row]
-            if not cfg.evidence and not accepts[positions[0]]:
+                    accepts[j] = (lossless[j] or hits[j]) if joined else hits[j]
+                if not cfg.evidence and not accepts[j]:
+                    break  # a one-at-a-time run stops here: it records no later position
+            return Read(seen["draft"], lossless, accepts, seen["argmax"], found)
+        seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})
+        lossless = seen["native"]
+        accepts, found = list(lossless), {}
+        for j in range(k):
+            if joined and lossless[j]:
+                continue
+            part, verdict = self._check(round_, ev, h, [j], timer)
+            hit, parts = fetch((verdict.accept[0], {name: v[0] for name, v in verdict.components.items()}))
+            found[j] = Checked(evidence=part, row=0, components=parts)
+            accepts[j] = (lossless[j] or hit) if joined else hit
+            if not accepts[j]:
                 break  # the accepted prefix ends here: later positions cannot matter
-        return accepts, found
+        return Read(seen["draft"], lossless, accepts, seen["argmax"], found)
 
-    def _extra(self, ev: Evidence, a: int) -> tuple[int, str]:
+    def _extra(self, ev: Evidence, a: int, argmax: list[int]) -> tuple[int, str]:
         """The token after the accepted prefix, from the unmasked head: the correction at the first rejected
         position (the residual max(p - q, 0) when sampling, max(pi - q, 0) for a rule with its own pi), or the bonus
-        token after k accepted drafts."""
+        token after k accepted drafts. Greedy, it is the target's argmax there, already read."""
         greedy, k = self.cfg.temperature <= 0, len(ev.draft)
         if a < k:
             own = self.rule is not None and self.rule.pi is not None
             target = self.rule.pi(ev.rows([a]), self.cfg.knob)[0] if own and not greedy else ev.p[a]
-            tok = int(ev.target_logits[a].argmax()) if greedy else residual_sample(target, ev.q[a], self.generator)
+            tok = argmax[a] if greedy else residual_sample(target, ev.q[a], self.generator)
             return tok, "correction"
-        tok = int(ev.target_logits[k].argmax()) if greedy else self._sample_target(ev.p[k])
+        tok = argmax[k] if greedy else self._sample_target(ev.p[k])
         return tok, "bonus" if self.draft is not None else "target"
 
     def _sample_target(self, p: torch.Tensor) -> int:
@@ -288,29 +347,31 @@ class Decoder:
                 drafts, q_logp = self._draft(k)  # [k], [k, V]
             # 2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
             with timer("target"):
-                h = self.target.hidden(self._unseen(self.target) + drafts)[-(k + 1) :]  # [k+1, H]
-                z = self.target.logits(h).cpu()  # [k+1, V]
+                unseen = torch.tensor(self._unseen(self.target), dtype=torch.long, device=drafts.device)
+                h = self.target.hidden(torch.cat([unseen, drafts]))[-(k + 1) :]  # [k+1, H]
+                z = self.target.logits(h)  # [k+1, V], on the device
             # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling with one
             #    uniform per position (drawn here, after the draft's own draws, so a seed replays the round).
-            u = torch.rand(k, generator=self.generator) if cfg.temperature > 0 else None
-            ev = Evidence(torch.tensor(drafts, dtype=torch.long), q_logp, z, self.T, u=u, gamma=cfg.gamma)
-            lossless = ev.native.tolist()
-            # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace; the prefix a.
-            accepts, checked = self._relax(t, ev, h, lossless, timer)
-            a = accepted_length(torch.tensor(accepts, dtype=torch.bool)) if k else 0
+            u = torch.rand(k, generator=self.generator).to(z.device) if cfg.temperature > 0 else None
+            ev = Evidence(drafts, q_logp, z, self.T, u=u, gamma=cfg.gamma)
+            # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace, read on the host
+            #    (one copy on a GPU); the prefix a.
+            read = self._relax(t, ev, h, timer)
+            a = accepted_length(read.accepts) if k else 0
             # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
-            extra, kind = self._extra(ev, a)
-            # 6. Emit up to an end token or the length limit, record the round, cut both caches to the output.
-            emitted, finish = self._emit(drafts[:a] + [extra])
+            extra, kind = self._extra(ev, a, read.argmax)
+            # 6. Emit up to an end token or the length limit, record the round (one more copy: the records'
+            #    numbers), cut both caches to the output.
+            emitted, finish = self._emit(read.draft[:a] + [extra])
             outcome = RoundOutcome(
                 round=t,
                 evidence=ev,
-                lossless=tuple(lossless),
+                lossless=tuple(read.lossless),
                 accepted=a,
                 extra=extra,
                 extra_kind=kind,
                 emitted=tuple(emitted),
-                checked=checked,
+                checked=read.checked,
                 mode=cfg.mode,
                 knobs={cfg.criterion: cfg.knob} if cfg.knob is not None else {},
             )
@@ -318,7 +379,7 @@ class Decoder:
             for stage in (self.target, self.draft):
                 if stage is not None:
                     stage.cut(self.context_length - 1)
-        self.trace.rounds.append(_costs(t, k, cfg.K, checked, timer.seconds))
+        self.trace.rounds.append(_costs(t, k, cfg.K, read.checked, timer.read()))
         self.trace.finish = finish
 
     def _record(self, outcome: RoundOutcome) -> None:

@@ -84,16 +84,14 @@ class Evidence:
     def __post_init__(self) -> None:
         if self.native is None:  # the lossless test, once per round
             P = len(self.draft)
-            native = (
-                self.draft == self.target_logits[:P].argmax(-1) if self.u is None else self.u * self.q_d <= self.p_d
-            )
+            native = self.draft == self.argmax[:P] if self.u is None else self.u * self.q_d <= self.p_d
             object.__setattr__(self, "native", native)  # [P] bool
-        if self.after is None:
-            runs, run = [], 0
-            for ok in reversed(self.native.tolist()):  # run[j] = accepted in a row from j + 1 on
-                runs.append(run)
-                run = run + 1 if ok else 0
-            object.__setattr__(self, "after", torch.tensor(runs[::-1], dtype=torch.long))  # [P]
+        if self.after is None:  # after[j] = accepted in a row from j + 1 on; on the device, no host read
+            after, run = torch.zeros_like(self.draft), torch.zeros_like(self.draft[:1])
+            for j in reversed(range(len(self.draft))):
+                after[j : j + 1] = run
+                run = (run + 1) * self.native[j : j + 1]
+            object.__setattr__(self, "after", after)  # [P]
 
     def __getitem__(self, name: str) -> torch.Tensor:
         """A statistic by name (one of STATISTICS), so a rule reads `ev["tv"]` from this or a plain dict."""
@@ -101,7 +99,7 @@ class Evidence:
             raise KeyError(f"unknown statistic {name!r}; expected one of {', '.join(STATISTICS)}")
         value = getattr(self, name)
         if not isinstance(value, torch.Tensor):  # the draft length, or u when greedy (no draw)
-            value = torch.full((len(self.draft),), float("nan") if value is None else float(value))
+            value = torch.full((len(self.draft),), float("nan") if value is None else float(value), device=self.device)
         return value
 
     def rows(self, positions: list[int]) -> Evidence:
@@ -122,6 +120,15 @@ class Evidence:
         them (one per position when sampling, none when greedy)."""
         paths = PathStats(logits=logits, draft=self.draft, q_logprobs=self.q_logprobs, T=self.T, generators=generators)
         return replace(self, paths=paths)
+
+    @property
+    def device(self) -> torch.device:
+        return self.target_logits.device
+
+    @cached_property
+    def argmax(self) -> torch.Tensor:
+        """The target's top-1 at every row of z (the lowest id among tied logits): exact match's token.  # [P or P+1]"""
+        return self.target_logits.argmax(-1)
 
     @cached_property
     def p(self) -> torch.Tensor:
@@ -148,7 +155,7 @@ class Evidence:
 
     @cached_property
     def p_d(self) -> torch.Tensor:
-        return self.prob(torch.arange(len(self.draft)), self.draft)  # [P]
+        return self.prob(torch.arange(len(self.draft), device=self.device), self.draft)  # [P]
 
     @cached_property
     def q_d(self) -> torch.Tensor:
@@ -156,7 +163,7 @@ class Evidence:
 
     @cached_property
     def rank(self) -> torch.Tensor:
-        return self.rank_of(torch.arange(len(self.draft)), self.draft)  # [P]
+        return self.rank_of(torch.arange(len(self.draft), device=self.device), self.draft)  # [P]
 
     @cached_property
     def entropy(self) -> torch.Tensor:
@@ -205,7 +212,7 @@ class Evidence:
         d, or d's own ratio where none does. NaN when greedy (no draw)."""
         ratio = self.p1 / self.p1_max[:, None]  # [P, V]
         if self.u is None:
-            return torch.full((len(self.draft),), float("nan"))
+            return torch.full((len(self.draft),), float("nan"), device=self.device)
         levels, order = ratio.sort(dim=-1, descending=True, stable=True)
         mass = self.q.gather(-1, order).cumsum(-1)  # q of the tokens at or above each ratio
         fails = (self.u * self.q_d)[:, None] > (1 - mass) * self.p_d[:, None]  # [P, V]
@@ -222,7 +229,8 @@ class Evidence:
     def order(self) -> torch.Tensor:
         z = self.target_logits[: len(self.draft)]
         z_d = z.gather(-1, self.draft[:, None])
-        before = torch.arange(z.shape[-1])[None] < self.draft[:, None]  # lower ids win a tie, as in argmax
+        ids = torch.arange(z.shape[-1], device=self.device)
+        before = ids[None] < self.draft[:, None]  # lower ids win a tie, as in argmax
         return (z > z_d).sum(-1) + ((z == z_d) & before).sum(-1) + 1  # [P]
 
     @cached_property

@@ -106,13 +106,14 @@ def sparse_complement_logits(
     """Sparse-complement form: (W h - W[:, D] h[D]) / (1 - p_drop), reading only the dropped columns D.
 
     z: [P, V] unmasked logits W h; weight_t: [H, V] (a contiguous transposed copy of W, so a dropped
-    hidden unit is one row); masks: [P, K, H]. Equal to `path_logits` up to float rounding.
+    hidden unit is one row), on h's device; masks: [P, K, H], moved to h's device as `path_logits` moves them.
+    Equal to `path_logits` up to float rounding.
     """
     P, K, H = masks.shape
-    drop = ~masks.reshape(P * K, H)
+    drop = ~masks.to(h.device).reshape(P * K, H)  # [P*K, H]
     rows, cols = drop.nonzero(as_tuple=True)  # which path, which hidden unit
     weights = h.repeat_interleave(K, dim=0)[rows, cols]
-    offsets = torch.zeros(P * K, dtype=torch.long)
+    offsets = torch.zeros(P * K, dtype=torch.long, device=drop.device)  # [P*K]: where each path's units start
     offsets[1:] = torch.cumsum(drop.sum(-1), 0)[:-1]
     removed = F.embedding_bag(cols, weight_t, offsets, mode="sum", per_sample_weights=weights)  # [P*K, V]
     out = z.float()[:, None, :] - removed.float().reshape(P, K, -1)
@@ -170,8 +171,9 @@ class PathStats:
         """Each path's token: its top-1 when greedy, a sample from it at T > 0.  # [P, K]"""
         if not self.generators:
             return self.logits.argmax(-1)
-        probs = self.logprobs.exp()
-        return torch.stack([torch.multinomial(probs[i], 1, generator=g)[:, 0] for i, g in enumerate(self.generators)])
+        probs = self.logprobs.exp()  # each position's draws come from its own generator, on the CPU (a host read)
+        drawn = [torch.multinomial(probs[i].to(g.device), 1, generator=g)[:, 0] for i, g in enumerate(self.generators)]
+        return torch.stack(drawn).to(self.logits.device)
 
     @cached_property
     def js_paths(self) -> torch.Tensor:
@@ -185,21 +187,26 @@ class PathStats:
 
     @cached_property
     def votes(self) -> list[dict[int, int]]:
-        """Per position, how many paths voted for each token."""
-        out = []
-        for row in self.tokens.tolist():
-            counts: dict[int, int] = {}
-            for tok in row:
-                counts[tok] = counts.get(tok, 0) + 1
-            out.append(counts)
-        return out
+        """Per position, how many paths voted for each token (read on the host)."""
+        return [votes(row) for row in self.tokens.tolist()]
+
+    @cached_property
+    def counts(self) -> torch.Tensor:
+        """How many paths voted for each path's token.  # [P, K]"""
+        return (self.tokens[:, :, None] == self.tokens[:, None, :]).sum(-1)
 
     @cached_property
     def majority(self) -> torch.Tensor:
-        """The plurality token per position, or -1 when the top vote count is tied.  # [P]"""
-        out = []
-        for counts in self.votes:
-            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
-            tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
-            out.append(-1 if tied else ranked[0][0])
-        return torch.tensor(out, dtype=torch.long)
+        """The plurality token per position, or -1 when the top vote count is tied between two tokens.  # [P]"""
+        top = self.counts.max(-1)
+        token = self.tokens.gather(-1, top.indices[:, None])  # [P, 1]: a token with the most votes
+        tied = ((self.counts == top.values[:, None]) & (self.tokens != token)).any(-1)
+        return torch.where(tied, torch.full_like(token[:, 0], -1), token[:, 0])
+
+
+def votes(tokens: list[int]) -> dict[int, int]:
+    """How many of the paths' tokens are each token, in order of first appearance."""
+    counts: dict[int, int] = {}
+    for tok in tokens:
+        counts[tok] = counts.get(tok, 0) + 1
+    return counts

@@ -129,6 +129,7 @@ class Stage:
 
     def _feed(self, ids: list[int], outputs: int) -> np.ndarray:
         """Feed new tokens in pieces; the outputs (hidden states, or logits) of the last `outputs` of them."""
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         if not ids:
             raise ValueError("nothing to feed")
         if self.length + len(ids) > CONTEXT:

@@ -18,7 +18,8 @@ import torch
 from dropmatch.config import RECORDED_STATISTICS
 from dropmatch.criteria import RULES, accept_reason, is_tie
 from dropmatch.evidence import STATISTICS, Evidence
-from dropmatch.heads import PATH_STATISTICS
+from dropmatch.heads import PATH_STATISTICS, votes
+from dropmatch.host import fetch
 from dropmatch.trace import TokenRecord
 
 EVERYTHING = (*STATISTICS, *PATH_STATISTICS)  # what an evidence-mode record keeps where it was computed
@@ -52,60 +53,77 @@ class RoundOutcome:
     knobs: Mapping[str, float] = field(default_factory=dict)  # the run's relative and its knob, if it runs one
 
 
-def every_rule(ev: Evidence, knobs: Mapping[str, float]) -> list[dict[str, bool]]:
+def every_rule(ev: Evidence, knobs: Mapping[str, float]) -> dict[str, torch.Tensor]:
     """Every registry rule's decision at each position of `ev`, each rule run once over all positions:
-    DropMatch's rules where the paths were computed, every relative at `knobs` (default: its own)."""
+    DropMatch's rules where the paths were computed, every relative at `knobs` (default: its own).  # name -> [P]"""
     rules = [r for r in RULES.values() if ev.paths is not None or not r.needs_paths]
-    hits = {r.name: r(ev, knobs.get(r.name)).accept.tolist() for r in rules}
-    return [{name: h[i] for name, h in hits.items()} for i in range(len(ev.draft))]
+    return {r.name: r(ev, knobs.get(r.name)).accept for r in rules}
 
 
-def path_fields(checked: Checked, draft_token: int, keep: tuple[str, ...]) -> dict:
-    """The record's path fields at one position: path tokens, votes, majority, path p(d) and rank; the JS values
-    where the record keeps them (`keep` names js_paths: the rule reads them, or evidence mode)."""
+def path_values(checked: Checked, keep: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """What a record keeps of the paths at one position, on the device: path tokens, the majority, path p(d) and
+    rank; the JS values where the record keeps them (`keep` names js_paths: the rule reads them, or evidence mode)."""
     stats, i = checked.evidence.paths, checked.row
     logp = stats.logprobs[i]  # [K, V]
-    majority = int(stats.majority[i])
-    fields = {
-        "path_tokens": stats.tokens[i].tolist(),
-        "votes": [[tok, n] for tok, n in sorted(stats.votes[i].items(), key=lambda kv: (-kv[1], kv[0]))],
-        "majority": None if majority < 0 else majority,
-        "path_p": logp[:, draft_token].exp().tolist(),
-        "path_rank": ((logp > logp[:, draft_token : draft_token + 1]).sum(-1) + 1).tolist(),
+    d = checked.evidence.draft[i : i + 1]
+    logp_d = logp.gather(-1, d.expand(logp.shape[0])[:, None])  # [K, 1]
+    values = {
+        "path_tokens": stats.tokens[i],
+        "majority": stats.majority[i],
+        "path_p": logp_d[:, 0].exp(),
+        "path_rank": (logp > logp_d).sum(-1) + 1,
     }
     if "js_paths" in keep:
-        fields |= {
-            "js_paths": stats.js_paths[i].tolist(),
-            "threshold": float(stats.js_paths[i].max()),
-            "js_draft": float(stats.js_draft[i]),
-        }
+        values |= {"js_paths": stats.js_paths[i], "js_draft": stats.js_draft[i]}
+    return values
+
+
+def path_fields(values: dict) -> dict:
+    """The record's path fields from `path_values` as the host read them (votes in order of count, then id)."""
+    counts = votes(values["path_tokens"])
+    fields = {
+        "path_tokens": values["path_tokens"],
+        "votes": [[tok, n] for tok, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "majority": None if values["majority"] < 0 else values["majority"],
+        "path_p": values["path_p"],
+        "path_rank": values["path_rank"],
+    }
+    if "js_paths" in values:
+        fields |= {"js_paths": values["js_paths"], "threshold": max(values["js_paths"]), "js_draft": values["js_draft"]}
     return fields
 
 
-def rule_stats(checked: Checked, keep: tuple[str, ...]) -> dict[str, float] | None:
+def rule_stats(values: dict[str, float]) -> dict[str, float] | None:
     """The relatives' statistics at one position that the record keeps (None where it keeps none)."""
-    ev, i = checked.evidence, checked.row
-    values = {name: float(ev[name][i]) for name in RECORDED_STATISTICS if name in keep}
+    values = {name: float(v) for name, v in values.items()}
     return {name: v if math.isfinite(v) else None for name, v in values.items()} or None  # JSON has no inf or NaN
 
 
-def top_union(tokenizer, n: int, draft_token: int, q: torch.Tensor, p: torch.Tensor, checked: Checked) -> dict:
-    """Probabilities of the draft, the unmasked target, the centroid and each path over the union of
-    their top-n tokens (plus the draft token), ordered by the target's probability."""
+def top_values(n: int, draft_token: torch.Tensor, q: torch.Tensor, p: torch.Tensor, checked: Checked) -> dict:
+    """The draft, the unmasked target, the centroid and each path over the candidates for the union of their top-n
+    tokens, on the device: each row's top-n ids, and every row at those ids and the draft token's."""
     stats, i = checked.evidence.paths, checked.row
-    path_probs = stats.logprobs[i].exp()  # [K, V]
-    centroid = stats.centroid_logprobs[i].exp()  # [V]
-    rows = torch.cat([q[None], p[None], centroid[None], path_probs])  # [K+3, V]
-    ids = set(rows.topk(n, dim=-1).indices.flatten().tolist()) | {draft_token}
-    ids = sorted(ids, key=lambda t: -float(p[t]))
-    idx = torch.tensor(ids)
+    rows = torch.cat([q[None], p[None], stats.centroid_logprobs[i].exp()[None], stats.logprobs[i].exp()])  # [K+3, V]
+    ids = rows.topk(n, dim=-1).indices  # [K+3, n]
+    candidates = torch.cat([ids.flatten(), draft_token.reshape(1)])  # [M]
+    return {"ids": ids, "candidates": candidates, "values": rows[:, candidates]}  # values [K+3, M]
+
+
+def top_union(tokenizer, values: dict) -> dict:
+    """Probabilities of the draft, the unmasked target, the centroid and each path over the union of their top-n
+    tokens (plus the draft token), ordered by the target's probability: from `top_values` as the host read them."""
+    candidates, rows = values["candidates"], values["values"]
+    column = {tok: c for c, tok in reversed(list(enumerate(candidates)))}  # the first column holding each id
+    ids = {tok for row in values["ids"] for tok in row} | {candidates[-1]}
+    ids = sorted(ids, key=lambda t: -rows[1][column[t]])
+    at = [column[t] for t in ids]
     return {
         "ids": ids,
         "texts": [tokenizer.decode([t]) for t in ids],
-        "draft": q[idx].tolist(),
-        "target": p[idx].tolist(),
-        "centroid": centroid[idx].tolist(),
-        "paths": path_probs[:, idx].tolist(),
+        "draft": [rows[0][c] for c in at],
+        "target": [rows[1][c] for c in at],
+        "centroid": [rows[2][c] for c in at],
+        "paths": [[row[c] for c in at] for row in rows[3:]],
     }
 
 
@@ -120,19 +138,33 @@ def _reason(out: RoundOutcome, j: int) -> tuple[str, bool]:
     return reason, True
 
 
-def _checked_fields(tokenizer, out: RoundOutcome, j: int, token: int, keep, full: bool, top_n: int, ruled) -> dict:
-    """What a checked position adds to its record: statistics, verdicts (every rule's in evidence mode), paths."""
+def _checked_values(out: RoundOutcome, j: int, keep, full: bool, top_n: int, ruled: dict) -> dict:
+    """What a checked position adds to its record, on the device: statistics, every rule's verdict (evidence
+    mode), the paths and the top-N lists."""
     checked = out.checked[j]
-    fields = {"rule_stats": rule_stats(checked, keep), "verdicts": dict(checked.components) or None}
+    part, i = checked.evidence, checked.row
+    values = {"stats": {name: part[name][i] for name in RECORDED_STATISTICS if name in keep}}
     if full:
-        key = id(checked.evidence)
+        key = id(part)
         if key not in ruled:
-            ruled[key] = every_rule(checked.evidence, out.knobs)
-        fields["verdicts"] = ruled[key][checked.row]
-    if checked.evidence.paths is not None:
-        fields |= path_fields(checked, token, keep)
+            ruled[key] = every_rule(part, out.knobs)
+        values["verdicts"] = {name: hit[i] for name, hit in ruled[key].items()}
+    if part.paths is not None:
+        values["paths"] = path_values(checked, keep)
         if full:
-            fields["top"] = top_union(tokenizer, top_n, token, out.evidence.q[j], out.evidence.p[j], checked)
+            ev = out.evidence
+            values["top"] = top_values(top_n, part.draft[i], ev.q[j], ev.p[j], checked)
+    return values
+
+
+def _checked_fields(tokenizer, out: RoundOutcome, j: int, values: dict) -> dict:
+    """The record's fields at a checked position, from `_checked_values` as the host read them."""
+    verdicts = values.get("verdicts", out.checked[j].components)
+    fields = {"rule_stats": rule_stats(values["stats"]), "verdicts": dict(verdicts) or None}
+    if "paths" in values:
+        fields |= path_fields(values["paths"])
+    if "top" in values:
+        fields["top"] = top_union(tokenizer, values["top"])
     return fields
 
 
@@ -143,25 +175,37 @@ def round_records(
 
     pieces: the text of each emitted token; reads: what the run's rule reads (a lazy record keeps those of the
     statistics and the JS values); full: evidence mode (every statistic, every rule's verdict, the top-N lists).
+    Every number is computed where the evidence lives and read on the host in one copy.
     """
     out, ev = outcome, outcome.evidence
     k, a = len(ev.draft), out.accepted
-    tokens = [*ev.draft.tolist(), out.extra]
-    rows = torch.tensor([*range(k), a])  # the verify position of each token; the extra one's is a
-    p, rank = ev.prob(rows, torch.tensor(tokens)).tolist(), ev.rank_of(rows, torch.tensor(tokens)).tolist()
-    p_top, argmax = ev.p[rows].max(-1).values.tolist(), ev.target_logits[rows].argmax(-1).tolist()
+    at = [*range(k), a]  # the verify position of each token; the extra one's is a
+    rows = torch.tensor(at, device=ev.device)
+    tokens = torch.cat([ev.draft, torch.tensor([out.extra], dtype=ev.draft.dtype, device=ev.device)])
+    drafted = [j for j, row in enumerate(at) if row < k]  # the tokens with a draft distribution at their position
     keep = EVERYTHING if full else reads
-    ruled: dict[int, list] = {}  # every rule's verdicts per Evidence object, computed once (evidence mode)
+    ruled: dict[int, dict] = {}  # every rule's verdicts per Evidence object, computed once (evidence mode)
+    seen = fetch(
+        {
+            "token": tokens,
+            "p": ev.prob(rows, tokens),
+            "rank": ev.rank_of(rows, tokens),
+            "p_top": ev.p[rows].max(-1).values,
+            "argmax": ev.argmax[rows],
+            "q": ev.q[rows[drafted], tokens[drafted]],
+            "checked": {j: _checked_values(out, j, keep, full, top_n, ruled) for j in out.checked},
+        }
+    )
     records = []
-    for j, (row, token) in enumerate(zip(rows.tolist(), tokens)):
+    q = dict(zip(drafted, seen["q"]))
+    for j, (row, token) in enumerate(zip(at, seen["token"])):
         is_draft = j < k
         reason, accepted = _reason(out, j) if is_draft else (out.extra_kind, None)
-        if is_draft and is_tie(ev.u is None, accepted, out.lossless[j], rank[j], token, argmax[j]):
+        rank, argmax = seen["rank"][j], seen["argmax"][j]
+        if is_draft and is_tie(ev.u is None, accepted, out.lossless[j], rank, token, argmax):
             reason = "tie"
         emitted = (not is_draft or j < a) and row < len(out.emitted)
-        fields = {}
-        if is_draft and j in out.checked:
-            fields = _checked_fields(tokenizer, out, j, token, keep, full, top_n, ruled)
+        fields = _checked_fields(tokenizer, out, j, seen["checked"][j]) if is_draft and j in out.checked else {}
         records.append(
             TokenRecord(
                 round=out.round,
@@ -173,11 +217,11 @@ def round_records(
                 reason=reason,
                 accepted=accepted,
                 lossless=out.lossless[j] if is_draft else None,
-                q=float(ev.q[row, token]) if row < k else None,
-                p=p[j],
-                p_argmax=p_top[j],
-                target_argmax=argmax[j],
-                target_rank=rank[j],
+                q=q.get(j),
+                p=seen["p"][j],
+                p_argmax=seen["p_top"][j],
+                target_argmax=argmax,
+                target_rank=rank,
                 **fields,
             )
         )

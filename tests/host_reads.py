@@ -1,0 +1,112 @@
+"""Counting a decode's host reads on the CPU: what would be a host sync on a GPU.
+
+On a GPU, reading a device value on the host (`int(t)`, `t.tolist()`, `t.cpu()`) waits for the device. On the CPU
+nothing waits, so the count is made by taint: every tensor a model body returns is marked as device-resident, and
+every tensor computed from a marked one is marked too (a `TorchFunctionMode`); a read of a marked tensor is counted,
+with its bytes. Reads inside the model bodies (transformers' own) are left out: a GPU check counts those there. One
+`dropmatch.host.fetch` is one read, whatever it holds. `t.to(device)` is not counted: on the CPU the device and the
+host are one, so a move to the run's device cannot be told from a move to the host (write `.cpu()` for the latter).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+
+from dropmatch import decode, host
+
+READS = {
+    torch.Tensor.tolist,
+    torch.Tensor.item,
+    torch.Tensor.__bool__,
+    torch.Tensor.__int__,
+    torch.Tensor.__float__,
+    torch.Tensor.__index__,
+    torch.Tensor.cpu,
+    torch.Tensor.numpy,
+}
+
+
+@dataclass
+class Tally:
+    """Reads of device values and their bytes, per round."""
+
+    reads: list[int] = field(default_factory=list)
+    bytes: list[int] = field(default_factory=list)
+
+    def add(self, tensors: list[torch.Tensor]) -> None:
+        if self.reads:
+            self.reads[-1] += 1
+            self.bytes[-1] += sum(t.numel() * t.element_size() for t in tensors)
+
+
+class _Taint(TorchFunctionMode):
+    def __init__(self, tally: Tally):
+        super().__init__()
+        self.tally, self.marked, self.quiet = tally, {}, 0
+
+    def mark(self, tree) -> None:
+        for t in pytree.tree_leaves(tree):
+            if isinstance(t, torch.Tensor):
+                self.marked[id(t)] = t  # held, so its id is not reused
+
+    def is_marked(self, tree) -> list[torch.Tensor]:
+        return [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor) and id(t) in self.marked]
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        inputs = self.is_marked((args, kwargs))
+        if inputs and not self.quiet and func in READS:
+            self.tally.add(inputs[:1])
+        out = func(*args, **kwargs)
+        if func in (torch.Tensor.cpu, torch.Tensor.numpy):  # a host copy (on the CPU, the tensor itself)
+            self.marked.pop(id(out), None)
+        elif inputs:
+            self.mark(out)
+            if getattr(func, "__name__", "").endswith("_") or func is torch.Tensor.__setitem__:
+                self.mark(args[0])  # in place: the target now holds device values
+        return out
+
+
+@contextlib.contextmanager
+def counting(monkeypatch):
+    """Within the block, every decoder round's host reads are tallied (`Tally.reads[t]` for round t)."""
+    tally = _Taint(Tally())
+    hidden, fetch, round_ = decode._Stage.hidden, host.fetch, decode.Decoder._round
+
+    def marked_hidden(self, ids):
+        tally.quiet += 1
+        try:
+            out = hidden(self, ids)
+        finally:
+            tally.quiet -= 1
+        tally.mark(out)
+        return out
+
+    def one_read(tree):
+        inputs = tally.is_marked(tree)
+        if inputs and not tally.quiet:
+            tally.tally.add(inputs)
+        tally.quiet += 1
+        try:
+            return fetch(tree)
+        finally:
+            tally.quiet -= 1
+
+    def counted_round(self):
+        tally.tally.reads.append(0)
+        tally.tally.bytes.append(0)
+        return round_(self)
+
+    monkeypatch.setattr(decode._Stage, "hidden", marked_hidden)
+    monkeypatch.setattr(decode, "fetch", one_read)
+    monkeypatch.setattr(decode.Decoder, "_round", counted_round)
+    import dropmatch.records as records
+
+    monkeypatch.setattr(records, "fetch", one_read)
+    with tally:
+        yield tally.tally

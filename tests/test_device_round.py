@@ -1,0 +1,83 @@
+"""The round as a GPU runs it, checked on the CPU: every drafted position checked in one head product, decisions
+and records read in two copies, and the same run as the CPU's one-position-at-a-time round."""
+
+from __future__ import annotations
+
+import pytest
+from host_reads import counting
+
+from dropmatch.config import DecodeConfig
+from dropmatch.decode import Decoder
+from dropmatch.models import encode_prompt
+
+PROMPT = "def add(a, b):\n    return"
+GREEDY = {
+    "lossless": {"method": "lossless"},
+    "dropmatch": {"method": "dropmatch", "p_drop": 0.3},
+    "dropmatch evidence": {"method": "dropmatch", "p_drop": 0.3, "evidence": True},
+    "naive replace": {"method": "dropmatch", "criterion": "naive", "p_drop": 0.5, "mode": "replace"},
+    "typical": {"method": "relative", "criterion": "typical"},
+    "fly": {"method": "relative", "criterion": "fly"},
+    "cascade": {"method": "relative", "criterion": "cascade-token"},
+    "target": {"method": "target"},
+}
+SAMPLED = {
+    "dropmatch sampled": {"method": "dropmatch", "p_drop": 0.3, "temperature": 0.8, "seed": 3},
+    "ears sampled": {"method": "relative", "criterion": "ears", "temperature": 0.7, "seed": 1},
+}
+
+
+def run(pair, settings: dict, at_once: bool, tokens: int = 24):
+    decoder = Decoder(pair, DecodeConfig(max_new_tokens=tokens, **settings), encode_prompt(pair.tokenizer, PROMPT))
+    decoder.at_once = at_once
+    for trace in decoder.rounds():  # noqa: B007 (the last yielded trace is the run)
+        pass
+    return trace
+
+
+def untimed(trace) -> dict:
+    out = trace.to_dict()
+    out["rounds"] = [{k: v for k, v in r.items() if not k.startswith("t_")} for r in out["rounds"]]
+    out.pop("environment")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted({**GREEDY, **SAMPLED}))
+def test_checking_every_position_at_once_gives_the_same_run(name, noisy_pair):
+    settings = {**GREEDY, **SAMPLED}[name]
+    one_by_one, at_once = untimed(run(noisy_pair, settings, False)), untimed(run(noisy_pair, settings, True))
+    assert at_once["token_ids"] == one_by_one["token_ids"]
+    assert at_once["rounds"] == one_by_one["rounds"]
+    assert len(at_once["records"]) == len(one_by_one["records"])
+    for a, b in zip(at_once["records"], one_by_one["records"]):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert close(a[key], b[key]), (a["round"], a["pos"], key, a[key], b[key])
+
+
+def close(a, b) -> bool:
+    """Equal, floats to float32 rounding (a batched head product may round differently), through lists and dicts."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and a == pytest.approx(b, rel=1e-5, abs=1e-6)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("name", sorted(GREEDY))
+def test_a_greedy_round_reads_the_device_at_most_twice(name, noisy_pair, monkeypatch):
+    """Decisions once, records once; the one-position-at-a-time round (the CPU's) reads once more per position."""
+    with counting(monkeypatch) as tally:
+        trace = run(noisy_pair, GREEDY[name], True)
+    assert len(tally.reads) == len(trace.rounds) > 1
+    assert max(tally.reads) <= 2, tally.reads
+    assert max(tally.bytes) < 64 * 1024, tally.bytes  # scalars and top-N lists, never a distribution
+
+
+def test_the_one_position_at_a_time_round_reads_more(noisy_pair, monkeypatch):
+    """The count sees reads: the CPU's lazy round reads each checked position's verdict as it goes."""
+    with counting(monkeypatch) as tally:
+        run(noisy_pair, GREEDY["dropmatch"], False)
+    assert max(tally.reads) > 2
