@@ -261,11 +261,11 @@ def dimension_flips(pair: ModelPair, pos: Positions, limit: int = 256, top: int 
     otherwise, and such (position, dimension) pairs are checked over the whole vocabulary."""
     module = pair.target.get_output_embeddings()
     W = module.weight.float()  # [V, H]
-    h = pos.h[:limit].float()  # [N, H]
+    h = pos.h[:limit].to(W.device, torch.float32)  # [N, H], beside the head (a device_map may split the pair)
     raw = torch.nn.functional.linear(h, W, None if module.bias is None else module.bias.float())  # [N, V]
     swing = h.abs() * W.abs().max(0).values  # [N, H]: the most zeroing one unit can move any logit
     vals, cand = raw.topk(top, dim=-1)  # [N, M]
-    flips = torch.zeros(h.shape[1])
+    flips = torch.zeros(h.shape[1], device=h.device)  # [H]: positions where zeroing the unit moves the argmax
     for n in range(h.shape[0]):
         moved = vals[n][None, :] - h[n][:, None] * W[cand[n]].T  # [H, M]: the candidates without each unit
         flip = moved.argmax(-1) != 0

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
@@ -35,31 +37,43 @@ def _timeit(fn, device: torch.device, repeat: int) -> float:
     return float(torch.tensor(times).median())
 
 
-@torch.inference_mode()
-def run_headbench(
-    hidden: int,
-    vocab: int,
-    K: int,
-    positions: int,
-    device: str,
-    dtype: torch.dtype,
-    p_drop: float = 0.3,
-    repeat: int = 10,
-    sparse: bool = True,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class HeadInputs:
+    """A random head and one round's positions, all on one device: W [V, H] (a bias-free head), h [P, H], masks
+    [P, K, H], z [P, V] = W h, q_logprobs [P, V] (a random draft distribution), draft [P] (z's argmax)."""
+
+    W: torch.Tensor
+    h: torch.Tensor
+    masks: torch.Tensor
+    z: torch.Tensor
+    q_logprobs: torch.Tensor
+    draft: torch.Tensor
+
+
+def head_inputs(
+    hidden: int, vocab: int, K: int, positions: int, device: str | torch.device, dtype: torch.dtype, p_drop: float
+) -> HeadInputs:
+    """The inputs headbench times, drawn on the CPU from one seeded generator (the same numbers on every device),
+    then moved to `device` once: nothing the timed products read is made anywhere else."""
     dev = torch.device(device)
     g = torch.Generator().manual_seed(0)
     W = (torch.randn(vocab, hidden, generator=g) / hidden**0.5).to(dev, dtype)  # [V, H]
-    head = functools.partial(F.linear, weight=W)  # a plain bias-free head: [..., H] -> [..., V]
     h = torch.randn(positions, hidden, generator=g).to(dev, dtype)  # [P, H]
     masks = dropout_masks(positions, K, hidden, p_drop, g).to(dev)  # [P, K, H]
+    q_logprobs = torch.log_softmax(torch.randn(positions, vocab, generator=g), -1).to(dev)  # [P, V]
     z = F.linear(h, W)  # [P, V]
-    q_logp = torch.log_softmax(torch.randn(positions, vocab, generator=g), -1).to(dev)
-    draft = z.argmax(-1)
+    return HeadInputs(W=W, h=h, masks=masks, z=z, q_logprobs=q_logprobs, draft=z.argmax(-1))
+
+
+def timed_rows(x: HeadInputs, p_drop: float, sparse: bool = True) -> dict[str, Callable[[], object]]:
+    """What headbench times, by row name: the plain head, the K-path products (dense, lazy, sparse-complement)
+    and the criteria on them, each a call on `x` alone."""
+    K, W, h, masks, z = x.masks.shape[1], x.W, x.h, x.masks, x.z
+    head = functools.partial(F.linear, weight=W)  # a plain bias-free head: [..., H] -> [..., V]
 
     def stats(logits=None) -> Evidence:
-        paths = None if logits is None else PathStats(logits=logits, draft=draft, q_logprobs=q_logp)
-        return Evidence(draft=draft, q_logprobs=q_logp, target_logits=z.float(), paths=paths)
+        paths = None if logits is None else PathStats(logits=logits, draft=x.draft, q_logprobs=x.q_logprobs)
+        return Evidence(draft=x.draft, q_logprobs=x.q_logprobs, target_logits=z.float(), paths=paths)
 
     one = slice(0, 1)
     rows = {
@@ -80,6 +94,25 @@ def run_headbench(
     rows[f"criteria only: {DEFAULT_CRITERION} on ready paths"] = lambda: rule(stats(logits))
     for name in ("fuzzy-js", "typical", "mars"):  # the relatives read the unmasked head only: no paths
         rows[f"relative only: {name}, all positions"] = lambda name=name: RULES[name](stats())
+    return rows
+
+
+@torch.inference_mode()
+def run_headbench(
+    hidden: int,
+    vocab: int,
+    K: int,
+    positions: int,
+    device: str,
+    dtype: torch.dtype,
+    p_drop: float = 0.3,
+    repeat: int = 10,
+    sparse: bool = True,
+) -> pd.DataFrame:
+    """Median milliseconds of each timed row (`timed_rows`) on a random head of this shape, and each over the
+    plain head's."""
+    dev = torch.device(device)
+    rows = timed_rows(head_inputs(hidden, vocab, K, positions, dev, dtype, p_drop), p_drop, sparse)
     out = pd.DataFrame({"ms": {name: _timeit(fn, dev, repeat) for name, fn in rows.items()}})
     out["x plain"] = out["ms"] / out.loc["plain head, all positions", "ms"]
     return out

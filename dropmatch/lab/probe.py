@@ -87,7 +87,7 @@ def statistics(model, h: torch.Tensor, nexts: torch.Tensor, p_drops, K: int = 5,
     head = TargetHead.of(model)
     z = torch.cat([head(h[i : i + CHUNK]) for i in range(0, len(h), CHUNK)])  # [N, V]
     top2 = z.topk(2, dim=-1).values
-    margin = (top2[:, 0] - top2[:, 1]).numpy()
+    margin = (top2[:, 0] - top2[:, 1]).cpu().numpy()  # [N], on the host for numpy's quantiles
     argmax = z.argmax(-1)
     u = uniforms(len(h), K, h.shape[-1], seed)
     margins = {f"margin_q{int(q * 100)}": float(np.quantile(margin, q)) for q in MARGIN_QUANTILES}

@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 import torch
+from device_checks import DeviceMixing
 
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate
@@ -134,6 +135,19 @@ def test_dimension_flips_equal_brute_force(noisy_pair, positions):
         brute[i] = ((zeroed @ W.T).argmax(-1) != (h @ W.T).argmax(-1)).float().mean()
     assert fast["flip_rate"].tolist() == pytest.approx(brute.tolist())
     assert fast["flip_rate"].sum() > 0
+
+
+def test_the_calibration_makes_no_tensor_off_the_models_device(noisy_pair, positions):
+    """collect, measure and the per-dimension view on the CPU: every tensor they make is placed on a device named
+    (on CUDA one made on the default device would mix with h, the head and the masks). The masks' uniforms are
+    drawn on the CPU on purpose (one seeded generator per position) and moved where the paths run."""
+    outputs = calibrate.lossless_outputs(noisy_pair, [_Item(PROMPTS[0])], 6)
+    u = calibrate.uniforms(len(positions.argmax), 3, positions.h.shape[-1], seed=0)
+    with DeviceMixing(calibrate.collect, calibrate.measure, calibrate.dimension_flips) as mixing:
+        calibrate.collect(noisy_pair, outputs)
+        calibrate.measure(noisy_pair, positions, 0.3, u)
+        calibrate.dimension_flips(noisy_pair, positions, limit=6, top=3)
+    assert [str(c) for c in mixing.calls] == []
 
 
 @pytest.mark.parametrize("a, L", [(0.0, 5), (0.3, 5), (0.8, 10), (0.95, 10)])

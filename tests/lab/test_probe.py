@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+from device_checks import DeviceMixing
 
 from dropmatch.lab import probe
 
@@ -34,6 +35,15 @@ def test_statistics_on_the_tiny_pair(tiny_pair):
     assert rows[1]["margin_q10"] <= rows[1]["margin_q50"] <= rows[1]["margin_q90"]
     assert 0 <= rows[0]["top1_accuracy"] <= 1
     assert probe.describe(tiny_pair.target)["hidden"] == tiny_pair.target.config.hidden_size
+
+
+def test_the_probe_reads_its_numbers_to_the_host_through_cpu(tiny_pair):
+    """On CUDA `.numpy()` raises on a tensor that did not come through `.cpu()`, and a tensor made without a device
+    lands on the CPU: neither happens in the probe's own code."""
+    with DeviceMixing(probe.hidden_states, probe.statistics) as mixing:
+        h, nexts = probe.hidden_states(tiny_pair.target, tiny_pair.tokenizer, TEXTS, max_positions=20)
+        probe.statistics(tiny_pair.target, h, nexts, [0.3], K=3)
+    assert [str(c) for c in mixing.calls] == []
 
 
 def test_prediction_on_points_of_a_known_line():
