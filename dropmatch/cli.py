@@ -42,9 +42,10 @@ from dropmatch.config import (
     criterion_method,
 )
 from dropmatch.decode import cpu_bf16, cpu_name, generate
-from dropmatch.lab import bench, calibrate, headbench, probe, report, suites, sweep
+from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
+from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import matched_table
 
 
@@ -142,8 +143,8 @@ def _add_pair(
             default=[] if leans else "none",
             action="append" if leans else "store",
             choices=DRAFT_QUANTS,
-            help="the draft's weights: none, int8 weight-only (per-channel scales; pays with bf16), or int4 in groups "
-            "of 32 (CPU only)" + ("; once per lean draft to time beside the stock one" if leans else ""),
+            help="the draft's weights: none, int8 weight-only (per-channel scales; pays with bf16; CPU or CUDA), or "
+            "int4 in groups of 32 (CPU only)" + ("; once per lean draft to time beside the stock one" if leans else ""),
         )
         p.add_argument(
             "--draft-vocab",
@@ -308,6 +309,31 @@ def _ray_backend():
     return distributed
 
 
+FIGURES_HINT = "pip install -r requirements.txt"  # plotly: the report and the figures
+
+
+def _plotted():
+    """dropmatch.lab.report (it draws with plotly), or None where plotly is not installed; imported only by the
+    subcommands that draw, so the decoder's commands run on a machine without plotly or gradio."""
+    try:
+        from dropmatch.lab import report
+    except ModuleNotFoundError as err:
+        if (err.name or "").partition(".")[0] != "plotly":
+            raise
+        return None
+    return report
+
+
+def _sweep_outputs(out: str) -> pd.DataFrame:
+    """A sweep's table.csv, summary.csv and figures (report.write_outputs); without plotly the two tables alone
+    (sweep.write_tables), and a line on stderr that says so. Returns the table."""
+    report = _plotted()
+    if report is not None:
+        return report.write_outputs(out)
+    print(f"plotly is not installed ({FIGURES_HINT}): table.csv and summary.csv written, no figures", file=sys.stderr)
+    return sweep.write_tables(out)
+
+
 def _cmd_sweep(args) -> int:
     """Validate everything, load the pair only if cells are pending, run them, write table and figures."""
     if args.backend != "ray" and (args.actors is not None or args.ray_address is not None):
@@ -368,9 +394,9 @@ def _cmd_sweep(args) -> int:
         sweep.run_sweep(items, settings, args.out, suite, run, runner)
     failed = len(sweep.pending(args.out, suite, items, settings)) if todo and distributed is not None else 0
     if failed < len(items) * len(settings):  # only Ray records a failing cell and goes on; serial stops at it
-        df = report.write_outputs(args.out)
+        df = _sweep_outputs(args.out)
         with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print(report.summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
+            print(summary(df[df["suite"] == suite]).drop(columns=["suite"]).round(3).to_string(index=False))
     if failed:
         print(
             f"{failed} of {len(todo)} cells failed (their errors: {Path(args.out) / distributed.FAILED}); "
@@ -382,6 +408,9 @@ def _cmd_sweep(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    report = _plotted()
+    if report is None:
+        raise ValueError(f"the report draws its figures with plotly: {FIGURES_HINT}")
     path = report.write_report(args.source, args.out)
     print(f"report written to {path}")
     return 0

@@ -1,11 +1,13 @@
 """The CLI contract: bad input exits 2 with one clear line (`generate --json` on the real pair: test_real_pair.py)."""
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from dropmatch.cli import build_parser, decode_config, main
+from dropmatch.cli import FIGURES_HINT, build_parser, decode_config, main
 from dropmatch.config import DecodeConfig
 from dropmatch.models import DEFAULT_DRAFT
 
@@ -87,3 +89,41 @@ def test_bench_times_each_lean_draft_asked_for_and_generate_takes_one():
     assert bench.draft_quant == ["int8", "int4"]
     assert build_parser().parse_args(["bench", "--prompts", "p"]).draft_quant == []
     assert build_parser().parse_args(["generate", "--prompt", "hi", "--draft-quant", "int4"]).draft_quant == "int4"
+
+
+# A machine without the app's libraries: importing plotly or gradio fails (ModuleNotFoundError).
+WITHOUT_APP_LIBRARIES = "import sys; sys.modules.update(plotly=None, gradio=None); "
+ENTRY_POINT = "import runpy; sys.argv[0] = 'dropmatch'; runpy.run_module('dropmatch', run_name='__main__')"
+
+
+def _without_app_libraries(code: str, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", WITHOUT_APP_LIBRARIES + code, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["headbench", "--help"],
+        ["sweep", "--help"],
+        ["calibrate", "--help"],
+        ["headbench", "--hidden", "16", "--vocab", "64", "--k", "2", "--positions", "2", "--device", "cpu"]
+        + ["--dtype", "float32", "--repeat", "1"],
+    ],
+)
+def test_the_decoders_commands_run_without_plotly_or_gradio(args):
+    proc = _without_app_libraries(ENTRY_POINT, *args)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_without_plotly_a_sweep_writes_its_tables_and_the_report_says_what_it_needs(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    shutil.copytree(Path(__file__).parent / "data" / "sweep_small", sweep_dir)
+    proc = _without_app_libraries("from dropmatch import cli; cli._sweep_outputs(sys.argv[1])", str(sweep_dir))
+    assert proc.returncode == 0 and "plotly is not installed" in proc.stderr, proc.stderr
+    assert (sweep_dir / "table.csv").exists() and (sweep_dir / "summary.csv").exists()
+    assert not (sweep_dir / "figures").exists()
+    proc = _without_app_libraries(ENTRY_POINT, "report", "--from", str(sweep_dir))
+    assert proc.returncode == 2 and FIGURES_HINT in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -17,10 +17,10 @@ import pandas as pd
 
 from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
 from dropmatch.lab.claims import paper_comparison
-from dropmatch.lab.files import TABLE, read_manifest
+from dropmatch.lab.files import read_manifest
 from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.relaxations import kinds_table
-from dropmatch.lab.sweep import load_sweep
+from dropmatch.lab.sweep import load_sweep, write_tables
 from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
 from dropmatch.sweep_tables import per_category, rows_at, summary
 from dropmatch.token_kinds import LABELS as KIND_LABELS
@@ -371,10 +371,9 @@ def write_report(source: str | Path, out: str | Path | None = None) -> Path:
 
 
 def write_outputs(out_dir: str | Path) -> pd.DataFrame:
-    """table.csv, summary.csv and an HTML file per relevant figure and suite (plotly.js from its CDN) in the dir."""
-    out, df = Path(out_dir), load_sweep(out_dir)
-    df.to_csv(out / TABLE, index=False)
-    summary(df).to_csv(out / "summary.csv", index=False)
+    """table.csv, summary.csv (`sweep.write_tables`) and an HTML file per relevant figure and suite (plotly.js from
+    its CDN) in the dir."""
+    out, df = Path(out_dir), write_tables(out_dir)
     (out / "figures").mkdir(exist_ok=True)
     for suite, part in df.groupby("suite"):
         for name in relevant(part):

@@ -35,9 +35,10 @@ from dropmatch.config import (
     criterion_method,
 )
 from dropmatch.decode import stream
-from dropmatch.lab.files import CELLS, read_cell_rows, read_manifest, write_manifest
+from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, write_manifest
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
+from dropmatch.sweep_tables import summary
 
 METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, the relatives and truncation sampling
 RULE_KNOBS = {name: knob for knobs in METHOD_KNOBS.values() for name, knob in knobs.items()}  # what --rule takes
@@ -353,3 +354,12 @@ def load_sweep(out_dir: str | Path) -> pd.DataFrame:
     if not (Path(out_dir) / CELLS).exists():
         raise ValueError(f"{out_dir} holds no sweep (no {CELLS})")
     return add_comparisons(read_cells(out_dir))
+
+
+def write_tables(out_dir: str | Path) -> pd.DataFrame:
+    """table.csv (the tidy table, `load_sweep`) and summary.csv (`sweep_tables.summary`) in the sweep directory;
+    returns the table. No figures: nothing here needs plotly (`dropmatch.lab.report.write_outputs` adds them)."""
+    out, df = Path(out_dir), load_sweep(out_dir)
+    df.to_csv(out / TABLE, index=False)
+    summary(df).to_csv(out / "summary.csv", index=False)
+    return df
