@@ -12,7 +12,7 @@ import torch
 from dropmatch import embedded, llamacpp
 from dropmatch.config import DRAFT_QUANTS, ENGINES
 from dropmatch.heads import TargetHead
-from dropmatch.quant import prune_head, quantize
+from dropmatch.quant import check_lean_device, prune_head, quantize
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 DEFAULT_TARGET = embedded.EMBEDDED_ID
@@ -142,6 +142,8 @@ def load_pair(
         raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {draft_quant!r}")
     if not target_id or not draft_id:
         raise ValueError("both a target and a draft model id are needed")
+    if not device_map:  # before anything loads; a device_map's placement is checked once loaded (quantize)
+        check_lean_device(draft_quant, device or default_device())
     with _LOADING:  # one load at a time: a start-up preload and a first request never load the pair twice
         pair = _load_pair(target_id, draft_id, dtype, device or default_device(), device_map, draft_quant, draft_vocab)
         return pair if engine == "torch" else _llama_pair(pair)

@@ -2,15 +2,21 @@
 target stays exact).
 
 Per-output-channel symmetric scales (w ≈ scale[o] · q[o, i], q in [-127, 127]) and torch's int8 weight-only
-matmul on the CPU (`torch._weight_int8pack_mm`), which reads a quarter of the float32 bytes and half of bf16's.
-It pays where the activations are bf16 (about 2x per matmul on this project's CPU); in float32 the kernel is
-slower than dense, so use it with a bf16 pair. On other devices the same product is dequantised on the fly
-(correct, not faster: a GPU wants its own int8 kernels).
+matmul (`torch._weight_int8pack_mm`), which reads a quarter of the float32 bytes and half of bf16's. It pays where
+the activations are bf16 (about 2x per matmul on this project's CPU); in float32 the kernel is slower than dense,
+so use it with a bf16 pair. torch has the kernel on the CPU and, for the same packing, on CUDA (a plain kernel, one
+thread per output, in float32: whether it beats the stock bf16 draft there is for `bench --draft-quant int8` to
+say); on any other device the int8 draft is refused (`LEAN_DEVICES`).
 
 int4 (CPU only): one scale and zero per group of 32 inputs, asymmetric (the group's minimum is code 0, its maximum
 code 15), run by torch's packed int4 kernel (`torch._weight_int4pack_mm_for_cpu`): an eighth of float32's bytes, and
 at one row, as a draft step is, about 3-4x a bf16 product on this project's CPU. The embedded draft's weights are
-GGUF Q4_K blocks, 32 wide like these groups, so most groups land back on their own grid.
+GGUF Q4_K blocks, 32 wide like these groups, so most groups land back on their own grid. torch's CUDA int4 kernel
+reads another packing (`torch._convert_weight_to_int4pack`'s tiles), so off the CPU the int4 draft is refused.
+
+A lean draft is quantised from the weights in memory: a draft that accelerate offloaded (a `device_map` that puts
+layers on "cpu" or "disk" beside a GPU leaves their weights on the meta device) is refused, not quantised from
+empty weights.
 
 Speculative decoding stays lossless with any draft: the target verifies every token, and q, the distribution
 the tests read, is the one the quantised draft produced. The draft's acceptance can change (its argmax can move
@@ -30,10 +36,47 @@ from torch import nn
 
 from dropmatch.config import DRAFT_QUANTS
 
+# The devices where torch runs each lean draft's packing with a kernel of its own (every other device is refused).
+LEAN_DEVICES = {"int8": ("cpu", "cuda"), "int4": ("cpu",)}
+DEVICE_WORDS = {"cpu": "the CPU", "cuda": "CUDA"}
+STOCK_DRAFT = "use the stock draft (draft_quant='none')"
+
+
+def check_lean_device(kind: str, device: str | torch.device) -> None:
+    """Refuse the lean draft `kind` (one of DRAFT_QUANTS) on a device where torch has no kernel for its packing:
+    a clear ValueError that names the devices it runs on and says to use the stock draft there."""
+    if kind == "none":
+        return
+    try:
+        where = torch.device(device).type
+    except RuntimeError:
+        raise ValueError(f"unknown device {device!r}; expected cpu, cuda or cuda:N") from None
+    if where not in LEAN_DEVICES[kind]:
+        runs = " or ".join(DEVICE_WORDS[d] for d in LEAN_DEVICES[kind])
+        raise ValueError(
+            f"the {kind} draft runs on {runs} only (torch's packed {kind} kernel); on {where}, {STOCK_DRAFT}"
+        )
+
+
+def check_in_memory(model: nn.Module, kind: str) -> None:
+    """Refuse to quantise a draft whose weights are not all in memory on one of the lean draft's devices: one that
+    accelerate offloaded (weights on the meta device, layers mapped to "cpu" or "disk" beside a GPU), or one on
+    a device without the kernel (`check_lean_device`)."""
+    devices = {p.device.type for p in model.parameters()}
+    if "meta" in devices:
+        mapped = sorted({str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()} & {"cpu", "disk"})
+        how = f" (its device_map puts layers on {' and '.join(mapped)})" if mapped else ""
+        raise ValueError(
+            f"the {kind} draft is quantised from its weights in memory, and this draft is offloaded{how}: its "
+            f"weights are on the meta device. Load it whole on one device (no device_map), or {STOCK_DRAFT}"
+        )
+    for where in sorted(devices):
+        check_lean_device(kind, where)
+
 
 def dequantised_product(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """x @ (scales · weight).T computed as the int8 kernel does: the product with the int8 weights, then the
-    per-channel scales.  # [n, out]"""
+    per-channel scales (the kernel's reference; what a device without the kernel would run).  # [n, out]"""
     return torch.nn.functional.linear(x, weight.to(x.dtype)) * scales
 
 
@@ -58,9 +101,9 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scales.dtype).contiguous()  # [n, in]
-        if flat.device.type == "cpu":
+        if flat.device.type in LEAN_DEVICES["int8"]:
             y = torch._weight_int8pack_mm(flat, self.weight, self.scales)
-        else:  # where torch has no int8 kernel for the device
+        else:  # a layer moved after loading to a device without the kernel (loading refuses those)
             y = dequantised_product(flat, self.weight, self.scales)
         y = y.reshape(*x.shape[:-1], self.out_features)
         return y if self.bias is None else y + self.bias
@@ -120,8 +163,7 @@ class Int4Linear(nn.Module):
 def quantize_int4(model: nn.Module) -> int:
     """Replace every nn.Linear of `model` whose shape torch's int4 kernel takes (its LM head included) by an
     Int4Linear, in place; the count replaced. CPU only: torch has no int4 kernel of this format elsewhere."""
-    if next(model.parameters()).device.type != "cpu":
-        raise ValueError("the int4 draft runs on the CPU only (torch's packed int4 kernel); use int8 or none")
+    check_lean_device("int4", next(model.parameters()).device)
     return _swap_linears(model, Int4Linear.of, Int4Linear.fits)
 
 
@@ -145,9 +187,12 @@ def quantize_int8(model: nn.Module) -> int:
 
 
 def quantize(model: nn.Module, kind: str) -> nn.Module:
-    """The model with its draft quantisation `kind` (one of DRAFT_QUANTS) applied in place."""
+    """The model with its draft quantisation `kind` (one of DRAFT_QUANTS) applied in place; an offloaded draft, or
+    one on a device without the kind's kernel, is refused (`check_in_memory`)."""
     if kind not in DRAFT_QUANTS:
         raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {kind!r}")
+    if kind != "none":
+        check_in_memory(model, kind)
     if kind == "int8":
         quantize_int8(model)
     elif kind == "int4":

@@ -9,11 +9,12 @@ from torch import nn
 from dropmatch import metrics
 from dropmatch.config import DecodeConfig
 from dropmatch.decode import generate
-from dropmatch.models import ModelPair
+from dropmatch.models import ModelPair, load_pair
 from dropmatch.quant import (
     INT4_GROUP,
     Int4Linear,
     Int8Linear,
+    check_lean_device,
     dequantised_product,
     prune_head,
     quantize,
@@ -197,3 +198,38 @@ def test_lossless_with_the_int4_draft_equals_target_greedy(tiny_pair, prompt):
     dm = generate(lean, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, draft_quant="int4", **cfg))
     assert lossless.token_ids == reference == dm.token_ids and lossless.config["draft_quant"] == "int4"
     assert metrics.compute(lossless)["tau"] > 1.5  # the int4 draft still speculates
+
+
+@pytest.mark.parametrize(
+    "kind, device, message",
+    [
+        ("int8", "mps", "the int8 draft runs on the CPU or CUDA only"),
+        ("int8", "xpu", "the int8 draft runs on the CPU or CUDA only"),
+        ("int4", "cuda", "the int4 draft runs on the CPU only"),
+        ("int4", "cuda:1", "the int4 draft runs on the CPU only"),
+    ],
+)
+def test_a_lean_draft_is_refused_where_torch_has_no_kernel_for_its_packing(kind, device, message):
+    """Checked before anything loads (no GPU needed): the message says to use the stock draft there."""
+    with pytest.raises(ValueError, match=message) as err:
+        load_pair("t", "d", device=device, draft_quant=kind)
+    assert "use the stock draft (draft_quant='none')" in str(err.value)
+    check_lean_device("none", device)  # the stock draft runs anywhere
+    with pytest.raises(ValueError, match="unknown device 'gpu'; expected cpu, cuda or cuda:N"):
+        check_lean_device(kind, "gpu")
+    for fine in ("cpu", *(("cuda", "cuda:0") if kind == "int8" else ())):  # torch's int8 kernel has a CUDA form
+        check_lean_device(kind, fine)
+
+
+@pytest.mark.parametrize("kind", ["int8", "int4"])
+def test_an_offloaded_draft_is_refused_not_quantised_from_meta_weights(tiny_pair, kind):
+    """accelerate's offload (device_map with "cpu" or "disk" beside a GPU) leaves the weights on meta."""
+    from tiny_pair import tiny_models
+
+    offloaded = tiny_models(len(tiny_pair.tokenizer))[1].to("meta")
+    offloaded.hf_device_map = {"model": "cpu", "lm_head": "disk"}
+    with pytest.raises(ValueError, match="offloaded") as err:
+        quantize(offloaded, kind)
+    assert "use the stock draft (draft_quant='none')" in str(err.value)
+    assert not any(isinstance(m, (Int8Linear, Int4Linear)) for m in offloaded.modules())  # left as it was
+    assert quantize(offloaded, "none") is offloaded  # the stock draft is not quantised: nothing to refuse
