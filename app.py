@@ -1,18 +1,24 @@
 """DropMatch Explorer, the Gradio app: why each draft token was accepted or rejected, DropMatch beside lossless.
 
 This file only builds and launches; the layout and handlers live in `ui/`, one module per tab.
-Importing it starts nothing: `python app.py` serves at once, opens on the recorded example, and loads the
-default pair (the embedded one, or the hub's on a Space) in the background.
+Importing it starts nothing: `python app.py` loads the default pair (the embedded one, or the hub's on a Space) in the
+background, serves at once and opens on the recorded example; on a ZeroGPU Space it loads the pair first, in the main
+thread, then serves (`start`).
 """
 
 from __future__ import annotations
+
+try:  # first of all: on a ZeroGPU Space `spaces` patches torch as it loads, so it comes before anything imports torch
+    import spaces  # noqa: F401
+except ImportError:
+    pass
 
 import threading
 
 import gradio as gr
 
 from ui import about, analysis, explore
-from ui.common import DEFAULTS, ROOT, default_pair, model_pair
+from ui.common import DEFAULTS, ROOT, default_pair, model_pair, zero_gpu
 from viz.theme import token_marks_css
 
 
@@ -35,20 +41,32 @@ def build_demo() -> gr.Blocks:
     return demo
 
 
+def load_default() -> None:
+    """Load the default pair where this is called; a pair that cannot load here (a Space without the hub) is one line
+    in the log, and a message in the page when someone presses Run."""
+    try:
+        model_pair(default_pair(), DEFAULTS["draft_quant"])
+    except gr.Error as err:
+        print(f"[dropmatch] the {default_pair()} pair is not loaded: {err.message}", flush=True)
+
+
 def preload() -> threading.Thread:
-    """Load the default pair in the background, so the page serves at once and the first Run finds it loaded; a
-    pair that cannot load here (a Space without the hub) is one line in the log, and a message in the page when
-    someone presses Run."""
-
-    def load() -> None:
-        try:
-            model_pair(default_pair(), DEFAULTS["draft_quant"])
-        except gr.Error as err:
-            print(f"[dropmatch] the {default_pair()} pair is not loaded: {err.message}", flush=True)
-
-    thread = threading.Thread(target=load, name="preload", daemon=True)
+    """Load the default pair in the background, so the page serves at once and the first Run finds it loaded."""
+    thread = threading.Thread(target=load_default, name="preload", daemon=True)
     thread.start()
     return thread
+
+
+def start() -> threading.Thread | None:
+    """What `python app.py` does before it launches. On a ZeroGPU Space: load the default pair here, in the main
+    thread, and return None once it is loaded. Each request's GPU worker is forked from this process, so nothing may
+    be loading when one forks (a fork copies a half-done load, with no thread there to finish it), and ZeroGPU packs
+    the models moved to CUDA as the app launches. Elsewhere (a CPU, a plain GPU Space): the background preload, so
+    the page serves at once."""
+    if zero_gpu():
+        load_default()
+        return None
+    return preload()
 
 
 def launch_options() -> dict:
@@ -63,5 +81,5 @@ def launch_options() -> dict:
 
 
 if __name__ == "__main__":
-    preload()
+    start()
     build_demo().launch(**launch_options())

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -114,6 +116,29 @@ def check_head(model: torch.nn.Module, name: str = "the model") -> None:
         )
 
 
+# model -> the processes (by id) where check_head passed on it: a process forked from the one that loaded the model
+# does not count as checked (os.getpid() differs there), so it checks the model again on first use (check_heads).
+_HEADS_CHECKED: weakref.WeakKeyDictionary[torch.nn.Module, set[int]] = weakref.WeakKeyDictionary()
+
+
+def _check_head_once(model: torch.nn.Module, name: str) -> None:
+    """check_head, unless it already passed on this model in this process."""
+    checked = _HEADS_CHECKED.setdefault(model, set())
+    if os.getpid() not in checked:
+        check_head(model, name)
+        checked.add(os.getpid())
+
+
+def check_heads(pair: ModelPair) -> None:
+    """check_head on the pair's target and draft, once per process: a no-op in the process that loaded the pair (it
+    checked them there), a check of its own in a process forked from it. A ZeroGPU worker is such a fork, and its
+    models reach the GPU only inside the GPU function: it calls this there, so the check runs on the device its
+    paths run on, once per worker."""
+    _check_head_once(pair.target, f"the target {pair.target_id!r}")
+    if pair.draft is not pair.target:  # one model serving both roles is checked once
+        _check_head_once(pair.draft, f"the draft {pair.draft_id!r}")
+
+
 def _same_tokenizer(a, b) -> bool:
     return a.get_vocab() == b.get_vocab()
 
@@ -170,6 +195,16 @@ def _llama_pair(pair: ModelPair) -> ModelPair:
 _LOADING = threading.Lock()
 
 
+def _unlock_in_child() -> None:
+    """A fresh lock in a forked child: a fork taken while another thread loads (and holds the lock) would otherwise
+    inherit it held, with no thread there to release it, and the child's first load_pair would wait for ever."""
+    global _LOADING
+    _LOADING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_in_child)
+
+
 @functools.lru_cache(maxsize=4)
 def _shared_model(path: str, dtype: str, device: str, device_map: str | None):
     return _load_one(path, DTYPES[dtype], device, device_map)
@@ -205,10 +240,7 @@ def _load_pair(
         draft = quantize(_load_one(draft_path, DTYPES[dtype], device, device_map), draft_quant)
         if draft_vocab is not None:
             prune_head(draft, tok_t, draft_vocab)
-    check_head(target, f"the target {target_id!r}")
-    if draft is not target:  # one model serving both roles is checked once
-        check_head(draft, f"the draft {draft_id!r}")
-    return ModelPair(
+    pair = ModelPair(
         target,
         draft,
         tok_t,
@@ -218,6 +250,8 @@ def _load_pair(
         draft_quant,
         draft_vocab,
     )
+    check_heads(pair)  # at load, on the device it was loaded to
+    return pair
 
 
 def clear_cache() -> None:

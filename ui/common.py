@@ -4,6 +4,7 @@ the log), the pair loader, ZeroGPU, named parts."""
 from __future__ import annotations
 
 import inspect
+import os
 import socket
 import typing
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,7 +30,7 @@ from dropmatch.criteria import RULES
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, HUB_PAIR, default_device, load_pair
 from viz.summary import RUNS
 
-try:
+try:  # on a Space, app.py imported it first, before anything imported torch (ZeroGPU patches torch as it loads)
     import spaces
 except ImportError:
     spaces = None
@@ -111,6 +112,17 @@ def gpu(fn=None, *, duration=120):
     if fn is None:
         return lambda f: gpu(f, duration=duration)
     return spaces.GPU(duration=duration)(fn) if spaces is not None else fn
+
+
+def zero_gpu() -> bool:
+    """Whether this is a ZeroGPU Space: the `spaces` package is installed and says so (its `Config.zero_gpu`, which
+    reads SPACES_ZERO_GPU; that variable where a package does not hold the config)."""
+    if spaces is None:
+        return False
+    config = getattr(getattr(spaces, "config", None), "Config", None)
+    if config is not None:
+        return bool(config.zero_gpu)
+    return os.getenv("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")
 
 
 @contextmanager

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dropmatch.config import SETTINGS, DecodeConfig
 from dropmatch.decode import Decoder
 from dropmatch.metrics import compare, token_table
-from dropmatch.models import encode_prompt
+from dropmatch.models import check_heads, encode_prompt
 from dropmatch.schema import MAX_BYTES, parse_json
-from dropmatch.trace import Trace
+from dropmatch.trace import RoundRecord, TokenRecord, Trace
 from ui.common import (
     APP_PROMPT_CHARS,
     APP_VOCAB,
@@ -67,16 +70,74 @@ def gpu_seconds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> 
     return int(min(max(GPU_S_START + work, 30), 240))
 
 
+@dataclass(frozen=True)
+class Step:
+    """What one yield of the GPU function adds to a run's trace, in place of the whole trace: on ZeroGPU each yield is
+    pickled from the GPU worker to the process that serves the page, and the whole trace grows with every round."""
+
+    token_ids: list[int]  # the ids the round emitted
+    records: list[TokenRecord]  # its token records
+    rounds: list[RoundRecord]  # its round record
+    text_kept: int  # the text's first characters that stay (a character cut short may complete, or go)
+    text_added: str  # and what follows them
+    finish: str | None
+    head: Trace | None = None  # a run's first step: the fields that do not change (config, prompt, environment, ...)
+
+
+def step(trace: Trace, sent: tuple[int, int, int, str] | None) -> Step:
+    """What `trace` holds beyond what was sent of it: (token ids, records, rounds, text), None at first."""
+    n_ids, n_records, n_rounds, text = sent or (0, 0, 0, "")
+    kept = len(os.path.commonprefix([text, trace.text]))
+    return Step(
+        token_ids=trace.token_ids[n_ids:],
+        records=trace.records[n_records:],
+        rounds=trace.rounds[n_rounds:],
+        text_kept=kept,
+        text_added=trace.text[kept:],
+        finish=trace.finish,
+        head=replace(trace, token_ids=[], text="", records=[], rounds=[], finish=None) if sent is None else None,
+    )
+
+
+def grow(trace: Trace | None, s: Step) -> Trace:
+    """`trace` (the step's head at first) with the step added, in place."""
+    trace = trace if trace is not None else replace(s.head, token_ids=[], records=[], rounds=[])
+    trace.token_ids.extend(s.token_ids)
+    trace.records.extend(s.records)
+    trace.rounds.extend(s.rounds)
+    trace.text = trace.text[: s.text_kept] + s.text_added
+    trace.finish = s.finish
+    return trace
+
+
 @gpu(duration=gpu_seconds)
-def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
-    """Load the pair and decode every run round by round on the same prompt, draft and seed: (name, trace); a prompt
-    that would make a run longer than APP_RUN_TOKENS is refused before any decoding."""
-    models = model_pair(check_pair(pair or default_pair()), next(iter(cfgs.values())).draft_quant)
+def decode(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Step]]:
+    """The GPU function: load the pair, check its heads (once per process: on ZeroGPU, once per worker, on the GPU),
+    and decode every run round by round on the same prompt, draft and seed, yielding (name, what the round added); a
+    prompt that would make a run longer than APP_RUN_TOKENS is refused before any decoding."""
+    name = check_pair(pair or default_pair())
+    models = model_pair(name, next(iter(cfgs.values())).draft_quant)
+    with user_errors(f"Cannot decode with the {name} pair: "):
+        check_heads(models)
     with user_errors():
         ids = encode_prompt(models.tokenizer, prompt, chat)  # once: the limit's count and both runs' prompt
         check_prompt_tokens(len(ids), max(c.max_new_tokens for c in cfgs.values()))
-        streams = {name: Decoder(models, cfg, ids, prompt, bool(chat)).rounds() for name, cfg in cfgs.items()}
-    yield from interleave(streams)
+        streams = {run: Decoder(models, cfg, ids, prompt, bool(chat)).rounds() for run, cfg in cfgs.items()}
+    sent: dict[str, tuple[int, int, int, str]] = {}  # how much of each run's trace was sent
+    for run, trace in interleave(streams):
+        added = step(trace, sent.get(run))
+        sent[run] = (len(trace.token_ids), len(trace.records), len(trace.rounds), trace.text)
+        yield run, added
+
+
+def rounds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Trace]]:
+    """Every run decoded round by round (`decode`), yielding (name, trace): each run's trace rebuilt here, in the
+    process that serves the page, from what each round added."""
+    traces: dict[str, Trace] = {}
+    with closing(decode(pair, prompt, cfgs, chat)) as steps:  # a stopped run stops the GPU function too
+        for name, s in steps:
+            traces[name] = grow(traces.get(name), s)
+            yield name, traces[name]
 
 
 @takes_settings

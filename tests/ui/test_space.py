@@ -1,20 +1,37 @@
-"""The app on a Hugging Face Space: requirements.txt only (no embedded chunks), the hub unreachable. It must start,
-serve the page, the recorded example and the Analysis tab, and say why it cannot decode (no model is loaded)."""
+"""The app on a Hugging Face Space. Without the embedded chunks and the hub unreachable it must start, serve the page,
+the recorded example and the Analysis tab, and say why it cannot decode (no model is loaded). On ZeroGPU: `spaces`
+is imported before torch, the default pair loads in the main thread before launch, the GPU function checks the heads
+once per worker and sends each round's additions (not the whole trace), and the Python is one ZeroGPU supports."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import importlib.util
+import os
+import pickle
+import re
+import subprocess
+import sys
+import threading
 import urllib.request
+import weakref
+from types import SimpleNamespace
 
 import pytest
 from gradio_client import Client
 from huggingface_hub import constants
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 import app
 from dropmatch import embedded, models
-from ui import common
+from dropmatch.config import SETTINGS
+from dropmatch.decode import generate
+from ui import common, runs
 
-pytestmark = pytest.mark.server  # launches the app on a local port
+ROOT = common.ROOT
+ZEROGPU_PYTHONS = ("3.10.13", "3.12.12")  # the Python versions ZeroGPU's documentation lists as supported
 
 
 @pytest.fixture
@@ -34,6 +51,7 @@ def space(monkeypatch, tmp_path):
     models.clear_cache()
 
 
+@pytest.mark.server  # launches the app on a local port
 def test_a_space_without_the_embedded_pair_starts_serves_and_says_why_it_cannot_decode(space, capsys):
     assert not embedded.available() and common.default_pair() == "hub"
     app.preload().join(60)
@@ -54,3 +72,205 @@ def test_a_space_without_the_embedded_pair_starts_serves_and_says_why_it_cannot_
             client.predict("def f():", pair="embedded", api_name="/trace")
     finally:
         demo.close()
+
+
+# ---- ZeroGPU --------------------------------------------------------------------------------------------------------
+FAKE_SPACES = """
+import sys
+
+# As the package does: gradio's own `import spaces`, half way through importing gradio, is refused (gradio goes on
+# without it), so whatever imports spaces next is the import that counts.
+if (gr := sys.modules.get("gradio")) is not None and not hasattr(gr, "Blocks"):
+    raise ImportError
+
+torch_first = "torch" in sys.modules  # what ZeroGPU warns against: torch imported before spaces patches it
+
+
+def GPU(task=None, *, duration=None, size=None):
+    return task if callable(task) else (lambda fn: fn)
+"""
+
+
+def test_app_imports_spaces_before_anything_imports_torch(tmp_path):
+    """`import app` in a fresh interpreter, a stand-in `spaces` first on the path: it finds torch not yet imported."""
+    (tmp_path / "spaces").mkdir()
+    (tmp_path / "spaces" / "__init__.py").write_text(FAKE_SPACES, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "HF_HUB_OFFLINE": "1"}
+    env.pop("SPACES_ZERO_GPU", None)
+    script = "import sys, app, spaces; print(spaces.__file__, spaces.torch_first, 'torch' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+    where, torch_first, torch_after = done.stdout.split()
+    assert where.startswith(str(tmp_path)), "the stand-in spaces package was imported"
+    assert (torch_first, torch_after) == ("False", "True"), "spaces first, then whatever imports torch"
+
+
+def fake_spaces(zero_gpu: bool | None):
+    """A stand-in for the `spaces` package: its config says whether this is ZeroGPU (None: no config, the env var
+    decides)."""
+    return (
+        SimpleNamespace()
+        if zero_gpu is None
+        else SimpleNamespace(config=SimpleNamespace(Config=SimpleNamespace(zero_gpu=zero_gpu)))
+    )
+
+
+def test_zerogpu_is_what_the_spaces_package_says(monkeypatch):
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    monkeypatch.setattr(common, "spaces", None)
+    assert not common.zero_gpu()
+    for said in (True, False):
+        monkeypatch.setattr(common, "spaces", fake_spaces(said))
+        assert common.zero_gpu() is said
+    monkeypatch.setattr(common, "spaces", fake_spaces(None))
+    assert not common.zero_gpu()
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    assert common.zero_gpu()
+
+
+def test_on_zerogpu_the_default_pair_loads_in_the_main_thread_and_elsewhere_in_the_background(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(app, "model_pair", lambda *args: loaded.append(threading.current_thread()))
+    monkeypatch.setattr(common, "spaces", fake_spaces(True))
+    assert app.start() is None and loaded == [threading.main_thread()]
+    monkeypatch.setattr(common, "spaces", fake_spaces(False))
+    thread = app.start()
+    thread.join(30)
+    assert loaded[1:] == [thread] and thread.name == "preload" and thread is not threading.main_thread()
+
+
+def test_python_app_py_loads_the_pair_before_it_launches():
+    """The `__main__` block: start() (the load, or the background preload), then the launch."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    (main,) = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
+    assert [ast.unparse(statement) for statement in main.body] == [
+        "start()",
+        "build_demo().launch(**launch_options())",
+    ]
+
+
+def test_a_fork_taken_while_a_load_holds_the_lock_can_load():
+    """A ZeroGPU worker forked while another thread held the loading lock inherits a fresh one, not a lock that no
+    thread there will ever release."""
+    with models._LOADING:
+        pid = os.fork()
+        if pid == 0:  # the child: take the lock, as its first load_pair would
+            os._exit(0 if models._LOADING.acquire(timeout=5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked child found the loading lock held"
+
+
+def test_the_heads_are_checked_once_per_process_and_again_in_a_fork(monkeypatch, tiny_pair):
+    checked = []
+    monkeypatch.setattr(models, "_HEADS_CHECKED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(models, "check_head", lambda model, name: checked.append(name))
+    models.check_heads(tiny_pair)
+    models.check_heads(tiny_pair)
+    assert checked == ["the target 'tiny-target'", "the draft 'tiny-draft'"]  # once: the second call checks nothing
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a worker forked from this process: its own check, once
+        models.check_heads(tiny_pair)
+        models.check_heads(tiny_pair)
+        os.write(write, str(len(checked)).encode())
+        os._exit(0)
+    os.close(write)
+    in_child = int(os.read(read, 16))
+    os.waitpid(pid, 0)
+    assert in_child == 4 and len(checked) == 2
+
+
+def test_the_gpu_function_checks_the_heads_once_per_process(monkeypatch, noisy_pair):
+    checked = []
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    monkeypatch.setattr(models, "_HEADS_CHECKED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(models, "check_head", lambda model, name: checked.append(name))
+    cfgs = common.configs(START | {"max_new_tokens": 2})
+    for _ in range(2):
+        assert list(runs.decode("embedded", "def f(x):", cfgs, False))
+    assert len(checked) == 2  # the target and the draft, once
+
+    def refused(model, name):
+        raise ValueError(f"{name} post-processes its logits")
+
+    monkeypatch.setattr(models, "_HEADS_CHECKED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(models, "check_head", refused)
+    with pytest.raises(common.UserError, match="Cannot decode with the embedded pair: the target .* post-processes"):
+        next(runs.rounds("embedded", "def f(x):", cfgs, False))
+
+
+START = {name: common.DEFAULTS.get(name) for name in SETTINGS} | {"draft_quant": "none", "max_new_tokens": 32}
+TIMINGS = ("t_draft", "t_target", "t_paths", "t_criteria", "t_total")
+
+
+def untimed(trace) -> dict:
+    """A trace's dict without its rounds' timings (two decodes of one run agree on everything else)."""
+    data = trace.to_dict()
+    data["rounds"] = [{k: v for k, v in r.items() if k not in TIMINGS} for r in data["rounds"]]
+    return data
+
+
+def test_each_yield_of_the_gpu_function_sends_the_rounds_additions_and_the_page_gets_the_whole_trace(
+    monkeypatch, noisy_pair
+):
+    """As on ZeroGPU: every yield pickled across and unpickled where the page is served. What crosses stays the size
+    of a round while the trace grows, and the traces rebuilt from it are the library's own."""
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    sizes: dict[str, list[int]] = {}
+    gpu_function = runs.decode
+
+    def across(*args):
+        for name, step in gpu_function(*args):
+            sent = pickle.dumps((name, step))
+            sizes.setdefault(name, []).append(len(sent))
+            yield pickle.loads(sent)
+
+    monkeypatch.setattr(runs, "decode", across)
+    cfgs = common.configs(START)
+    seen: dict[str, list[int]] = {}
+    for name, trace in runs.rounds("embedded", "def f(x):", cfgs, False):
+        seen.setdefault(name, []).append(len(trace.rounds))
+    traces = {name: trace for name, trace in runs.rounds("embedded", "def f(x):", cfgs, False)}
+    for name, cfg in cfgs.items():
+        assert seen[name] == list(range(1, len(seen[name]) + 1)), "one yield per round, the trace growing"
+        assert untimed(traces[name]) == untimed(generate(noisy_pair, "def f(x):", cfg, False))
+        first, whole = sizes[name][0], len(pickle.dumps(traces[name]))
+        assert len(sizes[name]) >= 8 and max(sizes[name]) < 2 * first, f"{name}: a yield grew with the trace"
+        assert whole > 5 * first, f"{name}: the whole trace is several times a round (the test has teeth)"
+
+
+def test_stopping_a_run_stops_the_gpu_function(monkeypatch, noisy_pair):
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    closed = []
+    gpu_function = runs.decode
+
+    def watched(*args):
+        try:
+            yield from gpu_function(*args)
+        finally:
+            closed.append(True)
+
+    monkeypatch.setattr(runs, "decode", watched)
+    stream = runs.rounds("embedded", "def f(x):", common.configs(START), False)
+    next(stream)
+    stream.close()
+    assert closed == [True]
+
+
+def front_matter() -> dict[str, str]:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    top = lines[1 : lines.index("---", 1)]
+    return dict(re.match(r"(\w+):\s*(.*)", line).groups() for line in top if re.match(r"\w+:", line))
+
+
+def test_the_space_runs_a_python_zerogpu_supports_and_every_requirement_accepts():
+    version = front_matter()["python_version"].strip("\"'")
+    supported = [v for v in ZEROGPU_PYTHONS if v.startswith(f"{version}.")]
+    assert supported, f"python_version {version}: ZeroGPU supports {' and '.join(ZEROGPU_PYTHONS)}"
+    full = supported[0]
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name = Requirement(line).name
+            needs = importlib.metadata.metadata(name).get("Requires-Python") or ""
+            assert full in SpecifierSet(needs), f"{name} needs Python {needs}; the Space runs {full}"
