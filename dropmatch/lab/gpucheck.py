@@ -26,6 +26,7 @@ says where its result goes.
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import platform
@@ -49,6 +50,7 @@ from dropmatch.decode import cpu_name, generate, stream
 from dropmatch.lab.headbench import run_headbench
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import ModelPair, end_token_ids
+from dropmatch.quant import quantize
 
 FILE = "gpucheck.json"
 # The embedded pair's shapes, as its converted configs have them (untied heads: each GGUF file carries its own output
@@ -130,9 +132,10 @@ def random_model(shape: dict, common: dict, dtype: torch.dtype, device: str, see
     return model.eval()
 
 
-def noisy_pair(device: str, noise: float = 0.005) -> ModelPair:
-    """A small float32 pair whose draft is the target plus weight noise (they mostly agree, with rejections and
-    relaxed accepts), built on the CPU from one seed (the same weights on every machine) and moved to the device."""
+def noisy_pair(device: str, noise: float = 0.005, dtype: torch.dtype = torch.float32) -> ModelPair:
+    """A small pair whose draft is the target plus weight noise (they mostly agree, with rejections and relaxed
+    accepts), built in float32 on the CPU from one seed (the same weights on every machine), moved to the device in
+    `dtype`."""
     tokenizer = byte_tokenizer()
     target = random_model(TINY_TARGET, TINY_COMMON, torch.float32, "cpu", seed=0)
     draft = random_model(TINY_TARGET, TINY_COMMON, torch.float32, "cpu", seed=1)
@@ -142,7 +145,12 @@ def noisy_pair(device: str, noise: float = 0.005) -> ModelPair:
         for param in draft.parameters():
             param.add_(noise * torch.randn(param.shape, generator=generator))
     return ModelPair(
-        target.to(device), draft.to(device), tokenizer, "noisy-target", "noisy-draft", end_token_ids(tokenizer)
+        target.to(device, dtype),
+        draft.to(device, dtype),
+        tokenizer,
+        "noisy-target",
+        "noisy-draft",
+        end_token_ids(tokenizer),
     )
 
 
@@ -248,8 +256,15 @@ def equality(device: str, tiny: bool, **_) -> dict:
             True,
         ),
     ]
+    half = noisy_pair(device, dtype=torch.bfloat16)  # docs/algorithm.md: on a GPU both modes check all at once
+    bf16 = [
+        compare(half, paper, replace(paper, evidence=True), "bf16: DropMatch lazy == evidence mode (expected)", True),
+        compare(half, lossless, zero, "bf16: DropMatch p_drop 0, lazy == lossless (expected)", True),
+        compare(half, target, lossless, "bf16: lossless == target-only (may part at a near-tie)", False),
+    ]
     return {
         "dtype": "float32",
+        "bf16": bf16,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "pair": "target random (hidden 64, 2 layers, vocab 512); draft = target + 0.005 weight noise",
         "max_new_tokens": n,
@@ -353,6 +368,21 @@ def round_split(ctx: dict, budget: Budget, tiny: bool, **_) -> dict:
         "pair_build_and_warmup_s": ctx.get("pair_build_s"),
         "runs": timed_lengths(pair, split_configs(), tiny, budget),
     }
+
+
+def lean_draft(ctx: dict, tiny: bool, **_) -> dict:
+    """The int8 draft (torch's int8 kernel on this device) against the stock bf16 draft: lossless at the short length,
+    the draft's mean seconds per round and per token. The app takes the stock draft on a GPU; this says whether int8
+    would pay there."""
+    pair = shaped(ctx)
+    lean = replace(pair, draft=quantize(copy.deepcopy(pair.draft), "int8"), draft_quant="int8")
+    config = DecodeConfig(method="lossless", **SPLIT_SETTING, max_new_tokens=lengths(tiny)[0])
+    runs = {}
+    for name, p in (("stock", pair), ("int8", lean)):
+        generate(p, PROMPTS[0], replace(config, max_new_tokens=4))  # kernels warmed
+        runs[name] = timed(p, config)
+    draft_s = {name: run["mean_round_s"]["draft"] for name, run in runs.items()}
+    return {"runs": runs, "draft_s_per_round": draft_s, "int8_speedup": draft_s["stock"] / draft_s["int8"]}
 
 
 def side_by_side(ctx: dict, budget: Budget, tiny: bool, **_) -> dict:
@@ -547,6 +577,7 @@ SECTIONS: tuple[tuple[str, Callable[..., dict], float], ...] = (
     ("round_split", round_split, 30),
     ("host_syncs", host_syncs, 15),
     ("side_by_side", side_by_side, 30),
+    ("lean_draft", lean_draft, 20),
     ("head_share_7b", head_share_7b, 45),
 )
 

@@ -37,9 +37,10 @@ def test_every_section_ran(result):
         == SECTIONS
         == [
             *("machine", "equality", "head_bench", "round_split"),
-            *("host_syncs", "side_by_side", "head_share_7b"),
+            *("host_syncs", "side_by_side", "lean_draft", "head_share_7b"),
         ]
     )
+    assert positive(sections["lean_draft"]["int8_speedup"])
     assert {name: s["status"] for name, s in sections.items()} == dict.fromkeys(SECTIONS, "ok")
     assert all(positive(s["seconds"]) for s in sections.values()) and result["tiny"] is True
     machine = sections["machine"]
