@@ -139,6 +139,12 @@ def test_code_span_survives_backticks():
 
 
 # ---- inspector ---------------------------------------------------------------------------------
+def test_the_heatmap_says_when_the_runs_rule_did_not_read_the_paths(dm):
+    rec = drafts_with(dm)[0]
+    assert "did not read" not in viz.distribution_heatmap(rec).layout.title.text
+    assert "did not read them" in viz.distribution_heatmap(rec, read=False).layout.title.text
+
+
 def test_distribution_heatmap_rows_and_draft_column(dm):
     K = dm.config["K"]
     for rec in drafts_with(dm)[:6]:

@@ -434,7 +434,9 @@ def inspect(v: Parts, traces: dict, run_name: str, index, rule: str = compare.OW
         v,
         {
             "caption": f"**{display_name(trace)}** · {viz.caption(trace, rec)}",
-            "heat": viz.distribution_heatmap(ev, rec if ev is not rec else None),
+            "heat": viz.distribution_heatmap(
+                ev, rec if ev is not rec else None, read=trace.config.get("method") == "dropmatch"
+            ),
             # the test of the rule that ran (DropMatch: the JS test and the votes; a relative or lossless: its own)
             "js": viz.rule_test_figure(trace, rec),
             "votes": viz.rule_inputs_figure(trace, rec),

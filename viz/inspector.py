@@ -68,12 +68,14 @@ def shown_columns(top: dict, keep: list[int], limit: int = MAX_COLUMNS) -> list[
     return sorted(chosen)
 
 
-def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None) -> go.Figure:
+def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None, read: bool = True) -> go.Figure:
     """Probability of the top tokens under each of the K paths, the centroid, the target and the draft.
 
     rec: the draft record holding the evidence; emitted: the correction that replaced it, if any
-    (its column is marked too). Columns are record.top's tokens, at most MAX_COLUMNS of them (the most
-    probable under any head). layout.meta holds the token ids shown and the marked column indices.
+    (its column is marked too); read: whether the run's rule read the paths (a relative's evidence run records them
+    for the inspector, but decides without them, and the title says so). Columns are record.top's tokens, at most
+    MAX_COLUMNS of them (the most probable under any head). layout.meta holds the token ids shown and the marked
+    column indices.
     """
     if not rec.top:
         return message_figure(no_paths_message(rec), "Top-N probabilities per head")
@@ -118,7 +120,10 @@ def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None) -
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(meta=meta)
     title = f"Top tokens under each head · draft {show_token(rec.text)!r} · {len(cols)} of {len(rec.top['ids'])} shown"
-    return style(fig, title, 150 + 26 * len(names))
+    if not read:
+        title += "<br><sup>the dropout paths are DropMatch's evidence: this run's rule did not read them</sup>"
+    fig = style(fig, title, 150 + 26 * len(names))
+    return fig if read else fig.update_layout(margin={"t": 72})
 
 
 def js_figure(rec: TokenRecord) -> go.Figure:

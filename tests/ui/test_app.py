@@ -342,3 +342,18 @@ def test_a_suite_recorded_in_parts_draws_its_whole_settings_only():
     assert "typical 0.99 (3 of 164)" in c["verdict"]  # named as in progress
     assert "0.99" not in str(c["tradeoff"].to_dict() if c["tradeoff"] else "") and "typical 0.99" not in str(c["kinds"])
     assert "0.99" in c["summary"]  # the summary still lists it, with its count
+
+
+def test_a_relatives_inspector_says_its_rule_did_not_read_the_dropout_paths(noisy_pair, view):
+    from dropmatch import DecodeConfig
+    from dropmatch.decode import generate
+
+    settings = {"evidence": True, "max_new_tokens": 12}
+    traces = {
+        "DropMatch": generate(
+            noisy_pair, "def add(a, b):", DecodeConfig(method="relative", criterion="typical", **settings)
+        ),
+        "lossless": generate(noisy_pair, "def add(a, b):", DecodeConfig(method="lossless", **settings)),
+    }
+    out = by_name(view, explore.inspect(view, traces, "DropMatch", 0))
+    assert out["heat"].data and "this run's rule did not read them" in out["heat"].layout.title.text
