@@ -34,6 +34,7 @@ from dropmatch.config import (
     PAPER_SETTING,
     PAPER_UNANIMITY,
     SETTINGS,
+    TARGET_QUANTS,
     TRUNCATION_CRITERIA,
     TRUNCATION_KNOBS,
     DecodeConfig,
@@ -130,7 +131,8 @@ def _add_pair(
 ) -> None:
     """The model pair: --target, --draft, --dtype, --device; --device-map where the subcommand can spread a pair;
     the lean draft (--draft-quant, --draft-vocab) where it decodes with the draft (`leans`: --draft-quant may be
-    given more than once, each a lean draft beside the stock one); --engine where it can run on llama.cpp."""
+    given more than once, each a lean draft beside the stock one); --engine where it can run on llama.cpp, and there
+    --target-quant (a 4-bit target body)."""
     p.add_argument("--target", default=DEFAULT_TARGET, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--draft", default=DEFAULT_DRAFT, help="hub id, local path, or 'embedded' (default)")
     p.add_argument("--dtype", default="bfloat16", choices=tuple(DTYPES))
@@ -153,6 +155,14 @@ def _add_pair(
             help="the draft's head scores only the N most frequent tokens (default: all)",
         )
     if engine:
+        p.add_argument(
+            "--target-quant",
+            default="none",
+            choices=TARGET_QUANTS,
+            help="the target's body: none (the reference), or int4 in groups of 32 (CPU only; its head stays dense; "
+            "on the embedded pair the layers its GGUF file holds in Q4_K)"
+            + ("; bench times it beside the bf16 target" if leans else ""),
+        )
         p.add_argument(
             "--engine",
             default="torch",
@@ -181,6 +191,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         args.draft_quant,
         args.draft_vocab,
         engine=args.engine,
+        target_quant=args.target_quant,
     )
     trace = generate(pair, args.prompt, config, chat=args.chat)
     m = metrics.compute(trace)
@@ -218,6 +229,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for quant in quants
         if quant != "none" or args.draft_vocab
     ]
+    if args.target_quant != "none":  # the 4-bit target with each draft, beside the bf16 target
+        leans += [
+            load_pair(
+                args.target,
+                args.draft,
+                args.dtype,
+                args.device,
+                args.device_map,
+                quant,
+                args.draft_vocab,
+                target_quant=args.target_quant,
+            )
+            for quant in quants
+        ]
     engine = None
     if args.engine != "torch":  # every method once more on the other engine, beside the torch reference
         engine = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, engine=args.engine)

@@ -19,6 +19,7 @@ RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptanc
 MODES = ("or", "replace")
 # the draft's weights: as loaded, int8 weight-only, or int4 in groups of 32 (CPU; dropmatch.quant)
 DRAFT_QUANTS = ("none", "int8", "int4")
+TARGET_QUANTS = ("none", "int4")  # the target's body in 4 bits (its head stays dense: the paths are its products)
 # What runs the models: torch (the reference, every device), or llama.cpp on the embedded pair's GGUF files with the
 # target's head in torch (dropmatch.llamacpp; optional, CPU)
 ENGINES = ("torch", "llama.cpp")

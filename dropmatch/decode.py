@@ -85,6 +85,7 @@ def environment(pair: ModelPair) -> dict:
         "engine": pair.engine,
         "device": str(pair.device),
         "dtype": str(pair.target.dtype).removeprefix("torch."),
+        **({"target_quant": pair.target_quant} if pair.target_quant != "none" else {}),  # a 4-bit target's body
         "torch": torch.__version__,
         "machine": platform.machine(),
         "cpu": cpu_name(),

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from dropmatch import embedded, llamacpp
-from dropmatch.config import DRAFT_QUANTS, ENGINES
+from dropmatch import embedded, llamacpp, quant
+from dropmatch.config import DRAFT_QUANTS, ENGINES, TARGET_QUANTS
 from dropmatch.heads import TargetHead
-from dropmatch.quant import check_lean_device, prune_head, quantize
+from dropmatch.quant import check_lean_device, check_target_device, prune_head, quantize
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 DEFAULT_TARGET = embedded.EMBEDDED_ID
@@ -36,6 +36,7 @@ class ModelPair:
     draft_vocab: int | None = None  # the draft head scores only this many frequent tokens; None: all
     engine: str = "torch"  # what runs the models: ENGINES
     gguf: tuple[str, str] | None = None  # (target, draft) GGUF files the llama.cpp engine runs
+    target_quant: str = "none"  # the target body's weights: TARGET_QUANTS (its head is always dense)
 
     @property
     def device(self) -> torch.device:
@@ -152,11 +153,14 @@ def load_pair(
     draft_quant: str = "none",
     draft_vocab: int | None = None,
     engine: str = "torch",
+    target_quant: str = "none",
 ) -> ModelPair:
     """Load a pair once per (ids, dtype, device, lean-draft options, engine). Raises ValueError for a bad id or
     mismatched tokenizers. draft_quant "int8": the draft's linear layers in int8; draft_vocab N: the draft's
     head scores only the N most frequent tokens (`dropmatch.quant`). engine "llama.cpp": the embedded pair's
-    GGUF files run in llama.cpp, the target's head in torch (`dropmatch.llamacpp`)."""
+    GGUF files run in llama.cpp, the target's head in torch (`dropmatch.llamacpp`). target_quant "int4" (CPU): the
+    target's body in torch's 4-bit format, its head dense; for the embedded pair only the layers its GGUF file holds in
+    Q4_K (`quant.q4_layers`), not the Q6_K ones, which 4 bits would coarsen."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     if engine != "torch":
@@ -167,10 +171,16 @@ def load_pair(
         raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {draft_quant!r}")
     if not target_id or not draft_id:
         raise ValueError("both a target and a draft model id are needed")
+    if target_quant not in TARGET_QUANTS:
+        raise ValueError(f"target quantisation must be one of {', '.join(TARGET_QUANTS)}; got {target_quant!r}")
+    if target_quant != "none" and (engine != "torch" or device_map):
+        raise ValueError("the int4 target is a torch-engine option for a target held whole in memory (no device map)")
     if not device_map:  # before anything loads; a device_map's placement is checked once loaded (quantize)
         check_lean_device(draft_quant, device or default_device())
+        check_target_device(target_quant, device or default_device())
     with _LOADING:  # one load at a time: a start-up preload and a first request never load the pair twice
-        pair = _load_pair(target_id, draft_id, dtype, device or default_device(), device_map, draft_quant, draft_vocab)
+        where = device or default_device()
+        pair = _load_pair(target_id, draft_id, dtype, where, device_map, draft_quant, draft_vocab, target_quant)
         return pair if engine == "torch" else _llama_pair(pair)
 
 
@@ -219,6 +229,7 @@ def _load_pair(
     device_map: str | None,
     draft_quant: str,
     draft_vocab: int | None,
+    target_quant: str = "none",
 ) -> ModelPair:
     from transformers import AutoTokenizer
 
@@ -233,7 +244,12 @@ def _load_pair(
             f"the target {target_id!r} and the draft {draft_id!r} use different tokenizers; speculative "
             "decoding here needs one vocabulary (the JS criterion compares distributions id by id)"
         )
-    target = _shared_model(target_path, dtype, device, device_map)  # pairs that differ by the draft share it
+    if target_quant == "none":
+        target = _shared_model(target_path, dtype, device, device_map)  # pairs that differ by the draft share it
+    else:  # changed in place: its own copy
+        target = _load_one(target_path, DTYPES[dtype], device, device_map)
+        only = quant.q4_layers(embedded.gguf_paths()[0]) if target_id == embedded.EMBEDDED_ID else None
+        quant.quantize_target_int4(target, only)
     if draft_quant == "none" and draft_vocab is None:
         draft = _shared_model(draft_path, dtype, device, device_map)
     else:  # a lean draft is changed in place: its own copy
@@ -249,6 +265,7 @@ def _load_pair(
         end_token_ids(tok_t, target.generation_config),
         draft_quant,
         draft_vocab,
+        target_quant=target_quant,
     )
     check_heads(pair)  # at load, on the device it was loaded to
     return pair

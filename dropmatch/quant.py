@@ -58,6 +58,16 @@ def check_lean_device(kind: str, device: str | torch.device) -> None:
         )
 
 
+def check_target_device(kind: str, device: str | torch.device) -> None:
+    """Refuse the 4-bit target off the CPU (torch's int4 kernel of this packing is a CPU one): a clear ValueError."""
+    where = torch.device(device).type if kind != "none" else "cpu"
+    if where != "cpu":
+        raise ValueError(
+            f"the {kind} target runs on the CPU only (torch's packed {kind} kernel); on {where}, use the bf16 target "
+            "(target_quant='none')"
+        )
+
+
 def check_in_memory(model: nn.Module, kind: str) -> None:
     """Refuse to quantise a draft whose weights are not all in memory on one of the lean draft's devices: one that
     accelerate offloaded (weights on the meta device, layers mapped to "cpu" or "disk" beside a GPU), or one on
@@ -177,6 +187,51 @@ def _swap_linears(model: nn.Module, make, takes=lambda linear: True) -> int:
     ]
     for parent, name, child in swaps:
         setattr(parent, name, make(child))
+    return len(swaps)
+
+
+# The linear layers a GGUF file names per block, and their modules in a transformers Qwen2 / Llama model.
+GGUF_LINEARS = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+
+
+def q4_layers(gguf_path: str) -> set[str]:
+    """The modules ("model.layers.3.mlp.up_proj") whose weights the GGUF file holds in Q4_K blocks: those that come
+    back to their own 4-bit grid in groups of 32 (a Q4_K_M file keeps some attn_v and ffn_down in Q6_K, which 4 bits
+    would coarsen)."""
+    import gguf
+
+    out = set()
+    for tensor in gguf.GGUFReader(gguf_path).tensors:
+        parts = tensor.name.split(".")  # blk.<i>.<name>.weight
+        if len(parts) == 4 and parts[0] == "blk" and parts[2] in GGUF_LINEARS and tensor.tensor_type.name == "Q4_K":
+            out.add(f"model.layers.{parts[1]}.{GGUF_LINEARS[parts[2]]}")
+    return out
+
+
+def quantize_target_int4(model: nn.Module, only: set[str] | None = None) -> int:
+    """Every linear layer of the target's body that torch's int4 kernel takes in 4 bits (Int4Linear), in place, where
+    `only` (module names) allows; the count replaced. Never the head: the unmasked logits z and every dropout path are
+    products with the dense head. CPU only."""
+    check_target_device("int4", next(model.parameters()).device)
+    head = model.get_output_embeddings()
+    swaps = [
+        (model.get_submodule(name.rpartition(".")[0]), name.rpartition(".")[2], module)
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear)
+        and module is not head
+        and Int4Linear.fits(module)
+        and (only is None or name in only)
+    ]
+    for parent, name, module in swaps:
+        setattr(parent, name, Int4Linear.of(module))
     return len(swaps)
 
 

@@ -20,6 +20,7 @@ from dropmatch.quant import (
     quantize,
     quantize_int4,
     quantize_int8,
+    quantize_target_int4,
 )
 
 PROMPTS = ["def add(a, b):", "The quick brown fox"]
@@ -233,3 +234,59 @@ def test_an_offloaded_draft_is_refused_not_quantised_from_meta_weights(tiny_pair
     assert "use the stock draft (draft_quant='none')" in str(err.value)
     assert not any(isinstance(m, (Int8Linear, Int4Linear)) for m in offloaded.modules())  # left as it was
     assert quantize(offloaded, "none") is offloaded  # the stock draft is not quantised: nothing to refuse
+
+
+def test_the_int4_target_keeps_its_head_dense_and_only_the_layers_asked(tiny_pair):
+    from tiny_pair import tiny_models
+
+    target, _ = tiny_models(len(tiny_pair.tokenizer))
+    head = target.get_output_embeddings()
+    only = {"model.layers.0.mlp.up_proj", "model.layers.0.self_attn.q_proj"}
+    assert quantize_target_int4(target, only) == 2
+    assert target.get_output_embeddings() is head and isinstance(head, nn.Linear)
+    swapped = {name for name, m in target.named_modules() if isinstance(m, Int4Linear)}
+    assert swapped == only
+    body = [m for m in tiny_models(len(tiny_pair.tokenizer))[0].modules() if isinstance(m, nn.Linear)]
+    assert quantize_target_int4(tiny_models(len(tiny_pair.tokenizer))[0]) == len(body) - 1  # all but the head
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_lossless_with_the_int4_target_equals_its_own_greedy_decoding(tiny_pair, prompt):
+    """The 4-bit target is another model: lossless equals its own target-only decoding, and p_drop 0 equals both."""
+    from tiny_pair import tiny_models
+
+    target, draft = tiny_models(len(tiny_pair.tokenizer))
+    quantize_target_int4(target)
+    pair = ModelPair(target, draft, tiny_pair.tokenizer, "t", "d", frozenset(), target_quant="int4")
+    cfg = {"max_new_tokens": 24}
+    reference = generate(pair, prompt, DecodeConfig(method="target", **cfg)).token_ids
+    lossless = generate(pair, prompt, DecodeConfig(method="lossless", **cfg))
+    dm = generate(pair, prompt, DecodeConfig(method="dropmatch", p_drop=0.0, evidence=True, **cfg))
+    assert lossless.token_ids == reference == dm.token_ids
+    assert lossless.environment["target_quant"] == "int4"
+
+
+def test_the_int4_target_is_refused_off_the_cpu_and_on_another_engine(tiny_pair):
+    with pytest.raises(ValueError, match=r"the int4 target runs on the CPU only.*target_quant='none'"):
+        load_pair("t", "d", device="cuda", target_quant="int4")
+    with pytest.raises(ValueError, match="target quantisation must be one of none, int4; got 'int8'"):
+        load_pair("t", "d", target_quant="int8")
+    with pytest.raises(ValueError, match="torch-engine option"):
+        load_pair(device="cpu", target_quant="int4", engine="llama.cpp")
+    from tiny_pair import tiny_models
+
+    with pytest.raises(ValueError, match="CPU only"):
+        quantize_target_int4(tiny_models(len(tiny_pair.tokenizer))[0].to("meta"))
+
+
+@pytest.mark.slow
+def test_the_embedded_targets_4_bit_layers_are_the_ones_its_gguf_holds_in_q4_k():
+    from dropmatch import embedded
+    from dropmatch.quant import q4_layers
+
+    if not embedded.available():
+        pytest.skip("the embedded pair is not installed")
+    names = q4_layers(embedded.gguf_paths()[0])
+    # 28 blocks x 7 linear layers, less the 28 that Q4_K_M keeps in Q6_K (half of attn_v and of ffn_down)
+    assert len(names) == 168
+    assert sum(".self_attn.v_proj" in n for n in names) == sum(".mlp.down_proj" in n for n in names) == 14

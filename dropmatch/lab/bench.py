@@ -118,8 +118,9 @@ def llama_run(
 
 
 def lean_label(pair: ModelPair) -> str:
-    """A lean draft's options in a method name: "int8", "v32768", "int8+v32768"."""
+    """A lean pair's options in a method name: "int8", "v32768", "int8+v32768", "int4+int4-target"."""
     parts = [pair.draft_quant] * (pair.draft_quant != "none") + [f"v{pair.draft_vocab}"] * bool(pair.draft_vocab)
+    parts += [f"{pair.target_quant}-target"] * (pair.target_quant != "none")
     return "+".join(parts) or "stock"
 
 
@@ -139,7 +140,8 @@ def run_bench(
     order from prompt to prompt."""
     runs = {m: (pair, c) for m, c in configs.items()}
     for lean in leans:
-        runs |= {f"{m}+{lean_label(lean)}": (lean, c) for m, c in configs.items() if c.method != "target"}
+        own_target = lean.target_quant != "none"  # a lean target decodes alone too: lossless's reference
+        runs |= {f"{m}+{lean_label(lean)}": (lean, c) for m, c in configs.items() if c.method != "target" or own_target}
     if engine is not None:
         runs |= {f"{m}+{engine.engine}": (engine, c) for m, c in configs.items()}
     gguf = engine.gguf if engine is not None else peer_files(pair)
@@ -190,18 +192,23 @@ def run_bench(
                 }
             )
         for row in rows[-len(order) :]:
-            exact = reference(row["method"], engine)
+            exact = reference(row["method"], engine, outputs)
             row["equal_to_lossless"] = metrics.divergence(outputs[row["method"]], outputs[exact])[1]
     return pd.DataFrame(rows)
 
 
-def reference(method: str, engine: ModelPair | None) -> str:
+def reference(method: str, engine: ModelPair | None, outputs: dict | None = None) -> str:
     """The exact decoding a method's output is compared with: lossless on the same engine (llama.cpp's plain
-    decoding for its own loops), since engines are slightly different models."""
+    decoding for its own loops), since engines are slightly different models; with a 4-bit target, that target's own
+    greedy decoding (it is another model)."""
     if method in LLAMA_PEERS:
         return "llama.cpp"
     if engine is not None and method.endswith(f"+{engine.engine}"):
         return f"lossless+{engine.engine}"
+    method_name, _, label = method.partition("+")
+    if label.endswith("-target"):  # a lean target's own greedy decoding (its lossless run, for that row itself)
+        own = f"{'lossless' if method_name == 'target' else 'target'}+{label}"
+        return own if own in (outputs or {}) else "lossless"
     return "lossless"
 
 

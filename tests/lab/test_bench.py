@@ -53,6 +53,17 @@ def test_each_row_is_compared_with_lossless_on_its_own_engine():
     assert bench.reference("dropmatch+int8", engine) == "lossless" == bench.reference("dropmatch", None)
 
 
+def test_a_4_bit_targets_rows_are_compared_with_that_targets_own_decoding():
+    """Another model: its lossless and DropMatch rows against its target-only run, that run against its lossless."""
+    lean = ModelPair(None, None, None, "t", "d", frozenset(), "int4", target_quant="int4")
+    label = bench.lean_label(lean)
+    assert label == "int4+int4-target"
+    ran = {f"{m}+{label}": [] for m in ("target", "lossless", "dropmatch")}
+    assert bench.reference(f"lossless+{label}", None, ran) == f"target+{label}"
+    assert bench.reference(f"dropmatch+{label}", None, ran) == f"target+{label}"
+    assert bench.reference(f"target+{label}", None, ran) == f"lossless+{label}"
+
+
 def test_speedups_against_llama_cpp_where_its_rows_ran():
     import pandas as pd
 
