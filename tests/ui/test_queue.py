@@ -1,5 +1,5 @@
 """Two visitors, one model: while one run holds the worker, the second visitor's status line says it waits and where
-(Gradio's tracker on the status line alone). The tiny pair, slowed to half a second a round, stands in for the model;
+(Gradio's tracker on the status line alone). The tiny pair, slowed to 0.4 s a round, stands in for the model;
 a real browser (Debian's chromium) shows both pages."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def test_a_waiting_request_shows_its_place_in_the_queue(noisy_pair, monkeypatch)
 
     def slow(*args, **kwargs):
         for step in decode(*args, **kwargs):
-            time.sleep(0.5)
+            time.sleep(0.4)
             yield step
 
     monkeypatch.setattr(runs, "rounds", slow)
@@ -45,7 +45,7 @@ def test_a_waiting_request_shows_its_place_in_the_queue(noisy_pair, monkeypatch)
                 page.goto(url)
                 page.wait_for_selector("#status", timeout=60_000)
                 page.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')")
-                page.locator("#max-new-tokens input[type=number]").fill("12")
+                page.locator("#max-new-tokens input[type=number]").fill("6")
                 page.locator("#max-new-tokens input[type=number]").press("Tab")
             first.click("#run-btn")
             first.wait_for_function("document.querySelector('#status').innerText.includes('Running')")
