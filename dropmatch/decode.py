@@ -325,10 +325,11 @@ class Decoder:
         return tok, "bonus" if self.draft is not None else "target"
 
     def _sample_target(self, p: torch.Tensor) -> int:
-        """A seeded draw from the target's p_T: as it is, or truncated and renormalised (method `truncation`)."""
+        """A seeded draw from the target's p_T: as it is, or truncated and renormalised (method `truncation`); drawn
+        on the CPU with the run's generator, as every draw is."""
         if self.cfg.method == "truncation":
             p = truncate(p, self.cfg.criterion, self.cfg.knob)
-        return int(torch.multinomial(p, 1, generator=self.generator))
+        return int(torch.multinomial(p.to(self.generator.device), 1, generator=self.generator))
 
     def _emit(self, tokens: list[int]) -> tuple[list[int], str | None]:
         """The round's tokens up to and including an end token, within the room left; and how the run finishes

@@ -163,6 +163,10 @@ def load_pair(
     Q4_K (`quant.q4_layers`), not the Q6_K ones, which 4 bits would coarsen."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if target_quant not in TARGET_QUANTS:
+        raise ValueError(f"target quantisation must be one of {', '.join(TARGET_QUANTS)}; got {target_quant!r}")
+    if target_quant != "none" and (engine != "torch" or device_map):
+        raise ValueError("the int4 target is a torch-engine option for a target held whole in memory (no device map)")
     if engine != "torch":
         _check_llama(target_id, draft_id, device or "cpu", device_map, draft_quant, draft_vocab)
     if dtype not in DTYPES:
@@ -171,10 +175,6 @@ def load_pair(
         raise ValueError(f"draft quantisation must be one of {', '.join(DRAFT_QUANTS)}; got {draft_quant!r}")
     if not target_id or not draft_id:
         raise ValueError("both a target and a draft model id are needed")
-    if target_quant not in TARGET_QUANTS:
-        raise ValueError(f"target quantisation must be one of {', '.join(TARGET_QUANTS)}; got {target_quant!r}")
-    if target_quant != "none" and (engine != "torch" or device_map):
-        raise ValueError("the int4 target is a torch-engine option for a target held whole in memory (no device map)")
     if not device_map:  # before anything loads; a device_map's placement is checked once loaded (quantize)
         check_lean_device(draft_quant, device or default_device())
         check_target_device(target_quant, device or default_device())

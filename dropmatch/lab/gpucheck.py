@@ -7,7 +7,9 @@ writes DIR/gpucheck.json section by section (so a run cut short keeps what it me
 - machine: torch, CUDA, transformers and Python versions, the GPU's and the CPU's names.
 - equality: on a small pair whose draft is the target plus weight noise (so they mostly agree), float32 on the
   device: lossless == target-only greedy, DropMatch at p_drop 0 == lossless (lazy and evidence mode), lazy ==
-  evidence mode at the paper's setting (token ids and every drafted position's decision); the first difference.
+  evidence mode at the paper's setting (token ids and every drafted position's decision), greedy and sampled; the
+  first difference; and in bf16 the equalities a GPU promises (docs/algorithm.md).
+- lean_draft: lossless with the int8 draft against the stock draft: the draft's seconds per round.
 - head_bench: `headbench` on the embedded target's head (1536 x 151,936), a 70B head (8192 x 128,256) and a 7B head
   (3584 x 152,064), K 5, median ms, beside the paper's Table 4 (`paper.HEAD_COST_MS`) and the goal for K 5 JS.
 - round_split: bf16 DropMatch (lazy) and lossless on a pair shaped as the embedded one (1.5B target, 0.5B draft):
@@ -158,6 +160,8 @@ def equality(device: str, tiny: bool, **_) -> dict:
     lossless = DecodeConfig(method="lossless", max_new_tokens=n)
     zero = DecodeConfig(method="dropmatch", p_drop=0.0, max_new_tokens=n)
     paper = DecodeConfig(method="dropmatch", **PAPER_SETTING, max_new_tokens=n)
+    sampled = replace(paper, temperature=0.8, seed=3)
+    truncated = DecodeConfig(method="truncation", criterion="top-k-sampling", temperature=0.8, seed=3, max_new_tokens=n)
     checks = [
         compare(pair, target, lossless, "lossless greedy == target-only greedy (token ids)", False),
         compare(pair, lossless, zero, "DropMatch p_drop 0, lazy == lossless", True),
@@ -170,6 +174,18 @@ def equality(device: str, tiny: bool, **_) -> dict:
             "DropMatch lazy == evidence mode (naive)",
             True,
         ),
+        # sampling draws on the CPU generator from device distributions: the same draws in either mode
+        compare(
+            pair, sampled, replace(sampled, evidence=True), "sampled DropMatch (T 0.8) lazy == evidence mode", True
+        ),
+        compare(
+            pair,
+            replace(sampled, method="lossless"),
+            replace(sampled, method="lossless", evidence=True),
+            "sampled lossless (T 0.8) lazy == evidence mode",
+            True,
+        ),
+        compare(pair, truncated, truncated, "top-k sampling of the target alone runs, twice the same", False),
     ]
     half = noisy_pair(device, dtype=torch.bfloat16)  # docs/algorithm.md: on a GPU both modes check all at once
     bf16 = [

@@ -49,10 +49,12 @@ def test_every_section_ran(result):
 
 def test_the_equality_checks_passed_and_tested_something(result):
     equality = result["sections"]["equality"]
-    assert equality["all_passed"] and len(equality["checks"]) == 5
+    assert equality["all_passed"] and len(equality["checks"]) == 8
+    assert sum("sampled" in c["what"] or "sampling" in c["what"] for c in equality["checks"]) == 3
     for check in equality["checks"]:
         assert check["passed"] and check["first_difference"] is None and check["tokens"] > 0, check
-        assert check["lossless_rejections"] > 0, check  # corrections happen: the draft disagrees at times
+        drafts = "target alone" not in check["what"]
+        assert check["lossless_rejections"] > 0 or not drafts, check  # corrections happen: the draft disagrees
     lazy_evidence = equality["checks"][3]
     assert "lazy == evidence" in lazy_evidence["what"] and lazy_evidence["relaxed_accepts"] > 0
 
