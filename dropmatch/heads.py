@@ -186,11 +186,6 @@ class PathStats:
         return js_divergence(self.q_logprobs, self.centroid_logprobs)
 
     @cached_property
-    def votes(self) -> list[dict[int, int]]:
-        """Per position, how many paths voted for each token (read on the host)."""
-        return [votes(row) for row in self.tokens.tolist()]
-
-    @cached_property
     def counts(self) -> torch.Tensor:
         """How many paths voted for each path's token.  # [P, K]"""
         return (self.tokens[:, :, None] == self.tokens[:, None, :]).sum(-1)
