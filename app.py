@@ -21,11 +21,15 @@ from ui import about, analysis, explore
 from ui.common import DEFAULTS, ROOT, default_pair, model_pair, zero_gpu
 from viz.theme import token_marks_css
 
+QUEUE_SIZE = 16  # requests that may wait behind the running one; the page says so when all places are taken
 
-def build_demo() -> gr.Blocks:
+
+def build_demo(queue_size: int = QUEUE_SIZE) -> gr.Blocks:
     """The whole app; nothing runs until it is launched."""
     with gr.Blocks(title="DropMatch Explorer") as demo:
         about.header()
+        # the queue's size, for the page's script: Gradio's own "busy" message does not say how long the queue is
+        gr.HTML(f'<span data-queue-size="{queue_size}"></span>', elem_id="dm-queue", visible="hidden")
         with gr.Tabs(elem_id="top-tabs", overflow_behavior="wrap"):
             with gr.Tab("Explore", elem_id="explore-tab"):
                 above = explore.main()
@@ -37,7 +41,7 @@ def build_demo() -> gr.Blocks:
                 about.layout()
         explore.wire(view, demo)
         analysis.wire(sweeps)
-    demo.queue(default_concurrency_limit=1, max_size=16)
+    demo.queue(default_concurrency_limit=1, max_size=queue_size)
     return demo
 
 

@@ -1,6 +1,7 @@
-"""Two visitors, one model: while one run holds the worker, the second visitor's status line says it waits and where
-(Gradio's tracker on the status line alone). The tiny pair, slowed to 0.4 s a round, stands in for the model;
-a real browser (Debian's chromium) shows both pages."""
+"""Three visitors, one model, one place in the queue: while one run holds the worker, the second visitor's status
+line says it waits and where (Gradio's tracker on the status line alone), and the third is told the queue is full and
+how long it is. The tiny pair, slowed to 0.4 s a round, stands in for the model;
+a real browser (Debian's chromium) shows the pages."""
 
 from __future__ import annotations
 
@@ -35,13 +36,13 @@ def test_a_waiting_request_shows_its_place_in_the_queue(noisy_pair, monkeypatch)
             yield step
 
     monkeypatch.setattr(runs, "rounds", slow)
-    demo = app.build_demo()
+    demo = app.build_demo(queue_size=1)  # one place: a third visitor finds the queue full
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
     try:
         with sync_playwright() as p:
             chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-            first, second = (chromium.new_page(viewport={"width": w, "height": 900}) for w in (1440, 390))
-            for page in (first, second):
+            first, second, third = (chromium.new_page(viewport={"width": w, "height": 900}) for w in (1440, 390, 390))
+            for page in (first, second, third):
                 page.goto(url)
                 page.wait_for_selector("#status", timeout=60_000)
                 page.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')")
@@ -51,6 +52,9 @@ def test_a_waiting_request_shows_its_place_in_the_queue(noisy_pair, monkeypatch)
             first.wait_for_function("document.querySelector('#status').innerText.includes('Running')")
             second.click("#run-btn")
             second.wait_for_function("document.querySelector('#status').innerText.includes('queue: 1/1')")
+            third.click("#run-btn")  # Gradio says only "busy"; the page says how long the queue is
+            third.wait_for_function("document.body.innerText.includes('The queue is full: 1 of 1 places taken')")
+            assert "currently busy" not in third.locator("body").inner_text()
             second.wait_for_function(
                 "document.querySelector('#status').innerText.includes('Done')", polling=250, timeout=120_000
             )
