@@ -14,6 +14,10 @@ at one row, as a draft step is, about 3-4x a bf16 product on this project's CPU.
 GGUF Q4_K blocks, 32 wide like these groups, so most groups land back on their own grid. torch's CUDA int4 kernel
 reads another packing (`torch._convert_weight_to_int4pack`'s tiles), so off the CPU the int4 draft is refused.
 
+The target's body can run in the same int4 format (`quantize_target_int4`, CPU only): never its head, whose
+products are z and every dropout path; on the embedded pair only the layers its GGUF file stores in Q4_K
+(`q4_layers`). It is another model (the kernel's scales and zeros are bf16), so it is an option, not the reference.
+
 A lean draft is quantised from the weights in memory: a draft that accelerate offloaded (a `device_map` that puts
 layers on "cpu" or "disk" beside a GPU leaves their weights on the meta device) is refused, not quantised from
 empty weights.
