@@ -1,5 +1,5 @@
 """A lean draft: weight-only int8 (or int4) for every linear layer of the draft model, and a pruned draft head (the
-target stays exact).
+target stays exact); and, as an option, a 4-bit target body.
 
 Per-output-channel symmetric scales (w ≈ scale[o] · q[o, i], q in [-127, 127]) and torch's int8 weight-only
 matmul (`torch._weight_int8pack_mm`), which reads a quarter of the float32 bytes and half of bf16's. It pays where
