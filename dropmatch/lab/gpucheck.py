@@ -153,6 +153,11 @@ def compare(pair: ModelPair, a: DecodeConfig, b: DecodeConfig, what: str, with_d
     }
 
 
+def both_modes(pair: ModelPair, config: DecodeConfig, what: str) -> dict:
+    """`compare` of a config lazy and in evidence mode: the same tokens and decisions."""
+    return compare(pair, config, replace(config, evidence=True), what, True)
+
+
 def equality(device: str, tiny: bool, **_) -> dict:
     pair = noisy_pair(device)
     n = 16 if tiny else 48
@@ -166,30 +171,16 @@ def equality(device: str, tiny: bool, **_) -> dict:
         compare(pair, target, lossless, "lossless greedy == target-only greedy (token ids)", False),
         compare(pair, lossless, zero, "DropMatch p_drop 0, lazy == lossless", True),
         compare(pair, lossless, replace(zero, evidence=True), "DropMatch p_drop 0, evidence mode == lossless", True),
-        compare(pair, paper, replace(paper, evidence=True), "DropMatch lazy == evidence mode (paper setting)", True),
-        compare(
-            pair,
-            replace(paper, criterion="naive"),
-            replace(paper, criterion="naive", evidence=True),
-            "DropMatch lazy == evidence mode (naive)",
-            True,
-        ),
+        both_modes(pair, paper, "DropMatch lazy == evidence mode (paper setting)"),
+        both_modes(pair, replace(paper, criterion="naive"), "DropMatch lazy == evidence mode (naive)"),
         # sampling draws on the CPU generator from device distributions: the same draws in either mode
-        compare(
-            pair, sampled, replace(sampled, evidence=True), "sampled DropMatch (T 0.8) lazy == evidence mode", True
-        ),
-        compare(
-            pair,
-            replace(sampled, method="lossless"),
-            replace(sampled, method="lossless", evidence=True),
-            "sampled lossless (T 0.8) lazy == evidence mode",
-            True,
-        ),
+        both_modes(pair, sampled, "sampled DropMatch (T 0.8) lazy == evidence mode"),
+        both_modes(pair, replace(sampled, method="lossless"), "sampled lossless (T 0.8) lazy == evidence mode"),
         compare(pair, truncated, truncated, "top-k sampling of the target alone runs, twice the same", False),
     ]
     half = noisy_pair(device, dtype=torch.bfloat16)  # docs/algorithm.md: on a GPU both modes check all at once
     bf16 = [
-        compare(half, paper, replace(paper, evidence=True), "bf16: DropMatch lazy == evidence mode (expected)", True),
+        both_modes(half, paper, "bf16: DropMatch lazy == evidence mode (expected)"),
         compare(half, lossless, zero, "bf16: DropMatch p_drop 0, lazy == lossless (expected)", True),
         compare(half, target, lossless, "bf16: lossless == target-only (may part at a near-tie)", False),
     ]
