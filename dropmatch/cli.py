@@ -247,7 +247,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.engine != "torch":  # every method once more on the other engine, beside the torch reference
         engine = load_pair(args.target, args.draft, args.dtype, args.device, args.device_map, engine=args.engine)
     configs = {m: decode_config(args, m) for m in ("target", "lossless", criterion_method(args.criterion))}
-    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, leans, engine)
+    df = bench.run_bench(pair, prompts, configs, args.gamma, args.max_new_tokens, leans, engine, args.gammas)
     table = bench.summarise(df)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(
@@ -260,7 +260,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             "those means; overhead / draft / target share: time in dropout paths + criteria / drafting / the "
             "target's verify forward, over round time; +int8, +int4: the same method with that draft; +llama.cpp: on "
             "the llama.cpp engine (bodies in llama.cpp, the target's head in torch); llama.cpp / llama.cpp spec: "
-            "llama.cpp alone, plain greedy decoding / greedy speculation with the draft (both heads its own)"
+            "llama.cpp alone, plain greedy decoding / greedy speculation with the draft (both heads its own); +g2: at "
+            "draft length 2 instead of gamma"
         )
     if args.json:
         Path(args.json).write_text(
@@ -581,6 +582,13 @@ def _add_bench(sub) -> None:
     p.add_argument("--limit", type=int, default=None, help="first N prompts only")
     p.add_argument("--json", default=None, help="write the per-prompt rows and the summary here")
     p.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
+    p.add_argument(
+        "--gammas",
+        type=_arg(lambda t: sweep.parse_values(t, "gamma")),
+        default=[],
+        help="more draft lengths beside --gamma, e.g. 1,2,3: every speculative row (llama.cpp's speculation too) "
+        "once more at each, named +g2 ...",
+    )
     _add_settings(p)
     _add_pair(p, device_map=True, engine=True, leans=True)
     p.set_defaults(func=_cmd_bench)

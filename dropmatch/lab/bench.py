@@ -2,7 +2,8 @@
 generation, interleaved on one prompt set; with lean pairs (the same target, a quantised draft), lossless and
 the relaxed method once more on each, so the lean drafts' speed and acceptance sit beside the stock draft's; with
 the llama.cpp engine, every method once more on it; and, where llama-cpp-python is installed, llama.cpp alone as
-a CPU user would run the same GGUF files (its plain decoding, and its greedy speculative decoding with the draft).
+a CPU user would run the same GGUF files (its plain decoding, and its greedy speculative decoding with the draft);
+with more draft lengths, every speculative row once more at each (the best gamma on a CPU is not the GPU's).
 
 Timings on shared machines are noisy, so every method runs on every prompt in one process, in a
 rotating order, and speedups are ratios measured side by side (Spec-Bench: mean tokens/s of a method
@@ -12,6 +13,7 @@ over prompts divided by the baseline's).
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Sequence
 
@@ -28,6 +30,20 @@ from dropmatch.models import ModelPair, encode_prompt
 ASSISTED = "assisted"  # transformers' assisted generation, beside the decoder's methods
 # llama.cpp alone on the embedded pair's GGUF files, both heads its own: plain decoding, and greedy speculation
 LLAMA_PEERS = {"llama.cpp": False, "llama.cpp spec": True}
+GAMMA_TAG = re.compile(r"\+g(\d+)")  # "lossless+g2+int4": a row at draft length 2 instead of the bench's gamma
+
+
+def gamma_label(method: str, gamma: int) -> str:
+    """The row of `method` at draft length `gamma`: the tag goes after the method's name ("lossless+g2",
+    "dropmatch+g2+int4", "llama.cpp spec+g2"), so the lean and engine labels keep their place."""
+    name, plus, rest = method.partition("+")
+    return f"{name}+g{gamma}{plus}{rest}"
+
+
+def row_gamma(method: str, gamma: int) -> int:
+    """The draft length a row ran at: its tag's, else the bench's."""
+    tag = GAMMA_TAG.search(method)
+    return int(tag.group(1)) if tag else gamma
 
 
 def assisted_run(pair: ModelPair, prompt_ids: list[int], gamma: int, max_new_tokens: int) -> dict:
@@ -132,12 +148,14 @@ def run_bench(
     max_new_tokens: int,
     leans: Sequence[ModelPair] = (),
     engine: ModelPair | None = None,
+    gammas: Sequence[int] = (),
 ) -> pd.DataFrame:
     """One row per (prompt, method): each of `configs` ({method: config}) on `pair`; on each of `leans`, each of
     them but target-only (named "lossless+int8", "lossless+int8+v32768", ...); on `engine` (the pair on another
     engine), each of them ("lossless+llama.cpp", ...); assisted generation with `pair`'s draft; and llama.cpp's own
-    decoding (LLAMA_PEERS) where it is installed and the pair is the embedded one on the CPU. Methods rotate their
-    order from prompt to prompt."""
+    decoding (LLAMA_PEERS) where it is installed and the pair is the embedded one on the CPU; and at each of `gammas`
+    (other draft lengths), every speculative row once more ("lossless+g2", "dropmatch+g2+int4", "llama.cpp spec+g2").
+    Methods rotate their order from prompt to prompt."""
     runs = {m: (pair, c) for m, c in configs.items()}
     for lean in leans:
         own_target = lean.target_quant != "none"  # a lean target decodes alone too: lossless's reference
@@ -145,6 +163,12 @@ def run_bench(
     if engine is not None:
         runs |= {f"{m}+{engine.engine}": (engine, c) for m, c in configs.items()}
     gguf = engine.gguf if engine is not None else peer_files(pair)
+    peers = dict(LLAMA_PEERS) if gguf else {}
+    speculative = {m: (p, c) for m, (p, c) in runs.items() if c.method != "target"}
+    for g in dict.fromkeys(gammas):
+        if g != gamma:
+            runs |= {gamma_label(m, g): (p, dataclasses.replace(c, gamma=g)) for m, (p, c) in speculative.items()}
+            peers |= {gamma_label(m, g): True for m, spec in LLAMA_PEERS.items() if spec and gguf}
     # Warm-up: first calls pay for allocation and kernel selection.
     relaxed = next((c for c in configs.values() if c.method in RELAXED_METHODS), next(iter(configs.values())))
     for warm in {id(p): p for p, _ in runs.values()}.values():
@@ -152,7 +176,7 @@ def run_bench(
     if gguf:
         llama_run(gguf, pair.vocab_size, pair.eos_ids, encode_prompt(pair.tokenizer, "Hello"), gamma, 4, True)
     rows = []
-    order = [*runs, ASSISTED, *(LLAMA_PEERS if gguf else ())]
+    order = [*runs, ASSISTED, *peers]
     for i, item in enumerate(tqdm(prompts, desc="bench")):
         chat = item.chat
         ids = encode_prompt(pair.tokenizer, item.prompt, chat)
@@ -162,8 +186,9 @@ def run_bench(
             if method == ASSISTED:
                 m = assisted_run(pair, ids, gamma, max_new_tokens)
                 outputs[method] = m.pop("token_ids")
-            elif method in LLAMA_PEERS:
-                m = llama_run(gguf, pair.vocab_size, pair.eos_ids, ids, gamma, max_new_tokens, LLAMA_PEERS[method])
+            elif method in peers:
+                g = row_gamma(method, gamma)
+                m = llama_run(gguf, pair.vocab_size, pair.eos_ids, ids, g, max_new_tokens, peers[method])
                 outputs[method] = m.pop("token_ids")
             else:
                 run_pair, config = runs[method]
@@ -176,6 +201,7 @@ def run_bench(
                     "prompt": item.id,
                     "category": item.category,
                     "method": method,
+                    "gamma": row_gamma(method, gamma) if drafted(method, runs, peers) else None,
                     **{
                         k: m[k]
                         for k in (
@@ -197,10 +223,19 @@ def run_bench(
     return pd.DataFrame(rows)
 
 
+def drafted(method: str, runs: dict, peers: dict) -> bool:
+    """Whether a row drafts (its gamma means something): not target-only, not llama.cpp's plain decoding."""
+    if method in runs:
+        return runs[method][1].method != "target"
+    return peers.get(method, True)  # assisted generation drafts
+
+
 def reference(method: str, engine: ModelPair | None, outputs: dict | None = None) -> str:
     """The exact decoding a method's output is compared with: lossless on the same engine (llama.cpp's plain
     decoding for its own loops), since engines are slightly different models; with a 4-bit target, that target's own
-    greedy decoding (it is another model)."""
+    greedy decoding (it is another model). A row at another draft length has the same reference (lossless is exact
+    at every gamma)."""
+    method = GAMMA_TAG.sub("", method)
     if method in LLAMA_PEERS:
         return "llama.cpp"
     if engine is not None and method.endswith(f"+{engine.engine}"):

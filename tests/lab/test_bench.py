@@ -77,3 +77,25 @@ def test_speedups_against_llama_cpp_where_its_rows_ran():
     assert s.loc["lossless", "speedup_vs_llama.cpp"] == pytest.approx(3.0 / 8.0)
     assert s.loc["llama.cpp spec", "cpu_speedup_vs_llama.cpp"] == pytest.approx(0.5)
     assert "speedup_vs_llama.cpp" not in bench.summarise(pd.DataFrame(rows[:3])).columns
+
+
+def test_other_draft_lengths_run_every_speculative_row_once_more(tiny_pair):
+    """--gammas: lossless stays lossless at every draft length, and each row drafts its own gamma per round (tau at
+    most gamma + 1; on this prompt the tiny pair's tau grows with gamma, where one gamma for all would tie)."""
+    items = [SuiteItem("p0", "c", "def add(a, b):")]
+    configs = {m: DecodeConfig(method=m, max_new_tokens=16) for m in ("target", "lossless", "dropmatch")}
+    table = bench.run_bench(tiny_pair, items, configs, 5, 16, gammas=[1, 5, 3, 1])
+    by_method = table.set_index("method")
+    assert list(by_method.index) == [  # the first prompt keeps the order; 5 is the bench's own gamma
+        *("target", "lossless", "dropmatch", "lossless+g1", "dropmatch+g1", "lossless+g3", "dropmatch+g3"),
+        bench.ASSISTED,
+    ]
+    assert (by_method.loc[["lossless+g1", "lossless+g3"], "equal_to_lossless"] == 1.0).all()
+    taus = by_method.loc[["lossless+g1", "lossless+g3", "lossless"], "tau"].tolist()
+    assert taus == sorted(set(taus)) and all(tau <= g + 1 for tau, g in zip(taus, (1, 3, 5), strict=True))
+    assert by_method.loc["dropmatch+g3", "gamma"] == 3 and by_method.loc["lossless", "gamma"] == 5
+    assert by_method["gamma"].isna().loc["target"]
+    assert bench.gamma_label("dropmatch+int4+int4-target", 2) == "dropmatch+g2+int4+int4-target"
+    engine = ModelPair(None, None, None, "e", "e", frozenset(), engine="llama.cpp")
+    assert bench.reference("dropmatch+g2+llama.cpp", engine) == "lossless+llama.cpp"
+    assert bench.reference("llama.cpp spec+g2", None) == "llama.cpp"
