@@ -256,7 +256,7 @@ def problems_note(n: int) -> str:
     """How the bar reads at n problems: "2 of 164" on all of HumanEval, its share of n otherwise."""
     if n == BAR_OF:
         return f"within {BAR_PROBLEMS} of {BAR_OF} problems"
-    return f"within {BAR_PROBLEMS}/{BAR_OF} of the problems ({BAR_PROBLEMS * n / BAR_OF:.2g} of {n}), a partial run"
+    return f"within {BAR_PROBLEMS}/{BAR_OF} of the problems ({BAR_PROBLEMS * n / BAR_OF:.2g} of the {n} run)"
 
 
 def at_anchors(df: pd.DataFrame, anchors: list[dict]) -> pd.DataFrame:
