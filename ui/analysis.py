@@ -41,12 +41,18 @@ from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import kinds_heatmap, score_curves
 
 # The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, and the
-# verdict (every rule as a curve on all of HumanEval, recorded in parts).
-RECORDED = {"sweep": ROOT / "assets/sweep", "relatives": ROOT / "assets/relatives", "verdict": ROOT / "assets/verdict"}
+# verdict (every rule as a curve on all of HumanEval, recorded in parts), and the verdict sampled at T 0.7.
+RECORDED = {
+    "sweep": ROOT / "assets/sweep",
+    "relatives": ROOT / "assets/relatives",
+    "verdict": ROOT / "assets/verdict",
+    "sampled": ROOT / "assets/verdict_t07",
+}
 RECORDED_LABELS = {
     "sweep": "DropMatch's own sweep",
     "relatives": "DropMatch beside its relatives",
     "verdict": "The verdict: every rule on all of HumanEval",
+    "sampled": "The verdict sampled at T 0.7: two seeds per problem",
 }
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size

@@ -16,6 +16,7 @@ from gradio_client import handle_file
 from served import served
 
 import viz
+from dropmatch import verdict
 from dropmatch.lab.sweep import load_sweep
 from ui import analysis, compare, explore, runs
 from viz.summary import divergence, traces_from_data
@@ -332,6 +333,18 @@ def test_the_recorded_verdict_shows_its_tables_curves_kinds_and_anchors():
     assert "best_tau_within_bar" in c["verdict"] and "diff_low" in c["verdict"] and "a_only" in c["verdict"]
     assert "DropMatch at the calibration's anchors" in c["verdict"]  # assets/calibration/humaneval.json
     assert c["score_curves"] is not None and c["kinds"] is not None
+
+
+def test_the_sampled_verdict_pairs_each_problem_and_seed():
+    folder, suite, part = analysis.recorded_table("sampled/humaneval")
+    assert part["seed"].nunique() >= 1 and (part["method"] == "truncation").any()
+    whole, _ = verdict.complete(part)
+    table = verdict.against_lossless(whole)
+    problems = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
+    seeds = whole.groupby("prompt_id")["seed"].nunique()
+    assert (table["problems"] == problems).all() and (table["pairs"] == seeds.sum()).all()
+    assert {"top-k-sampling", "min-p", "typical", "fly"} <= set(table["rule"])
+    assert "a_only" in analysis.content(part)["verdict"]  # the paired table is shown
 
 
 def test_a_suite_recorded_in_parts_draws_its_whole_settings_only():
