@@ -52,7 +52,7 @@ RECORDED_LABELS = {
     "sweep": "DropMatch's own sweep",
     "relatives": "DropMatch beside its relatives",
     "verdict": "The verdict: every rule on all of HumanEval",
-    "sampled": "The verdict sampled at T 0.7: two seeds per problem",
+    "sampled": "The verdict sampled at T 0.7: HumanEval's first 82 problems",
 }
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size
