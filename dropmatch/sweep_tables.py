@@ -1,5 +1,6 @@
-"""The tables behind a sweep's report: one row per setting, the centre per category, and the exact McNemar test and
-problem pairing the verdict's task-score tables use (`dropmatch.verdict`).
+"""The tables behind a sweep's report: one row per setting, the centre per category, and the exact paired tests
+(McNemar's, and its form for several seeds per problem) and problem pairing the verdict's task-score tables use
+(`dropmatch.verdict`).
 
 Input is a sweep's tidy table (one row per prompt x setting, `dropmatch.lab.sweep.load_sweep`); the trade-off
 points and the rows the rules are compared on come from `dropmatch.tradeoff`. Pure pandas: no model, no HTML
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
@@ -87,6 +89,26 @@ def mcnemar_p(lost: int, gained: int) -> float:
     n = lost + gained
     tail = sum(math.comb(n, i) for i in range(min(lost, gained) + 1)) / 2**n
     return min(1.0, 2 * tail)
+
+
+def paired_p(base, other, groups=None) -> float:
+    """Two-sided exact p-value of paired 0/1 scores, by problem: under the null each problem's summed difference
+    (other - base over its replicates) is as likely negated, so the statistic's law is that of sum(+-|d_i|), got
+    exactly by convolution. With one pair per problem (`groups` None) this is the exact McNemar test; with several
+    seeds of a problem (`groups`, the problem of each pair) they flip together, since they are not independent
+    pairs (McNemar over (problem, seed) pairs would overstate significance)."""
+    d = np.asarray(other, float) - np.asarray(base, float)
+    if not np.isin(d, (-1.0, 0.0, 1.0)).all():
+        raise ValueError("paired_p takes 0/1 scores")
+    if groups is not None:
+        d = pd.Series(d).groupby(np.asarray(groups)).sum().to_numpy()
+    steps = np.abs(d).astype(int)
+    law = np.zeros(2 * steps.sum() + 1)  # law[k]: P(statistic = k - steps.sum())
+    law[steps.sum()] = 1.0
+    for s in steps[steps > 0]:
+        law = 0.5 * (np.roll(law, s) + np.roll(law, -s))  # no wrap: the support never reaches the ends
+    values = np.arange(law.size) - steps.sum()
+    return min(1.0, float(law[np.abs(values) >= abs(d.sum())].sum()))
 
 
 def paired(base: pd.DataFrame, other: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:

@@ -5,7 +5,9 @@ field's bar of lossless).
 Input is a sweep's tidy table with a task score (HumanEval; `dropmatch.lab.sweep.load_sweep`). The field's bar for
 "quality kept" is pass@1 within 2 of HumanEval's 164 problems of exact decoding; on a partial recording the same
 share of the problems run (`BAR_PROBLEMS / BAR_OF`). Intervals are paired bootstrap intervals over problems; tests
-are exact McNemar tests on the discordant problems. Pure pandas and numpy: no model.
+are exact McNemar tests on the discordant problems; where a sampled sweep ran several seeds per problem, the exact
+test keeps a problem's seeds together (`dropmatch.sweep_tables.paired_p`), as the interval does. Pure pandas and
+numpy: no model.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from dropmatch.sweep_tables import mcnemar_p
+from dropmatch.sweep_tables import paired_p
 from dropmatch.tradeoff import (
     RULE_KNOBS,
     at_knob,
@@ -148,7 +150,7 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
                 "diff_high": high,
                 "lost": lost,
                 "gained": gained,
-                "mcnemar_p": mcnemar_p(lost, gained),
+                "mcnemar_p": paired_p(both["base"], both["mine"], _problems(both)),
                 "within_bar": both["mine"].mean() - both["base"].mean() >= -bar_share() - 1e-12,
                 "length_ratio": p["length_ratio"],
                 "capped": p["capped"],
@@ -194,7 +196,7 @@ def rule_pairs(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
                 "score_b": both["b"].mean(),
                 "a_only": a_only,
                 "b_only": b_only,
-                "mcnemar_p": mcnemar_p(a_only, b_only),
+                "mcnemar_p": paired_p(both["a"], both["b"], _problems(both)),
             }
         )
     return pd.DataFrame(out)

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from dropmatch.sweep_tables import mcnemar_p, per_category, summary
+from dropmatch.sweep_tables import mcnemar_p, paired_p, per_category, summary
 from dropmatch.verdict import against_lossless
 
 MEDIANS = ("acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence", "loadavg")
@@ -89,6 +89,41 @@ def test_per_category_sets_lossless_beside_dropmatch_at_the_centre(table):
 @pytest.mark.parametrize("lost, gained, p", [(0, 0, 1.0), (6, 2, 0.2890625), (2, 6, 0.2890625), (10, 0, 2 / 1024)])
 def test_mcnemar_exact(lost, gained, p):
     assert mcnemar_p(lost, gained) == pytest.approx(p)
+
+
+@pytest.mark.parametrize("lost, gained", [(0, 0), (6, 2), (2, 6), (10, 0), (12, 2), (9, 23)])
+def test_the_paired_test_on_one_pair_per_problem_is_exact_mcnemar(lost, gained):
+    base = [1] * lost + [0] * gained + [1, 0, 1]  # three concordant problems, which change nothing
+    other = [0] * lost + [1] * gained + [1, 0, 1]
+    assert paired_p(base, other) == pytest.approx(mcnemar_p(lost, gained))
+
+
+@pytest.mark.parametrize(
+    "diffs, p",
+    [
+        ([2, 2, 2], 2 / 8),  # three problems gained on both seeds: only the all-same signs reach |6|
+        ([2, 1, -1], 6 / 8),  # sum 2; of the 8 sign patterns of (2, 1, 1) only the two that sum to 0 fall short
+        ([1, 0, -1, 0], 1.0),
+        ([2, 2, 2, 2, 2, 1], 2 / 64),  # |sum| 11 is reached only with all signs alike; the next value is 9
+    ],
+)
+def test_the_paired_test_keeps_a_problems_seeds_together(diffs, p):
+    base, other, groups = [], [], []
+    for problem, d in enumerate(diffs):  # two seeds a problem; d = other - base summed over them
+        pairs = {2: [(0, 1), (0, 1)], 1: [(0, 1), (1, 1)], 0: [(1, 1), (0, 0)], -1: [(1, 0), (0, 0)]}[d]
+        base += [b for b, _ in pairs]
+        other += [o for _, o in pairs]
+        groups += [problem, problem]
+    assert paired_p(base, other, groups) == pytest.approx(p)
+    # taking the (problem, seed) pairs as independent would overstate significance wherever a problem moved twice
+    if 2 in diffs:
+        lost, gained = sum(b > o for b, o in zip(base, other)), sum(o > b for b, o in zip(base, other))
+        assert mcnemar_p(lost, gained) < p
+
+
+def test_the_paired_test_refuses_scores_that_are_not_0_or_1():
+    with pytest.raises(ValueError, match="0/1 scores"):
+        paired_p([0.5, 1], [1, 1])
 
 
 def test_against_lossless_counts_lost_and_gained_problems_per_setting():

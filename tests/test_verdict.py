@@ -164,10 +164,23 @@ def test_bootstrap_over_problems_keeps_a_problems_replicates_together():
     assert verdict.paired_bootstrap(base, other, groups, level=0.5) == (0.5, 0.5)
 
 
-def test_a_sampled_sweep_pairs_each_problem_and_seed(table):
+def test_a_sampled_sweep_pairs_each_problem_and_seed_and_tests_by_problem(table):
     sampled = pd.concat([table.assign(seed=0), table.assign(seed=1)])
     got = verdict.against_lossless(sampled).set_index(["rule", "knob"]).loc[("DropMatch js+majority", 0.3)]
     assert (got["problems"], got["pairs"], got["lost"], got["gained"]) == (N, 2 * N, 12, 2)
+    # the second seed repeats the first: it adds no evidence, so the test is the one-seed test (not McNemar on 12 / 2)
+    assert got["mcnemar_p"] == pytest.approx(mcnemar_p(6, 1)) and got["mcnemar_p"] > 2 * mcnemar_p(12, 2)
+
+
+def test_score_curves_of_a_sampled_sweep_count_problems_and_seeds_apart(table):
+    from viz.verdict import score_curves
+
+    fig = score_curves(pd.concat([table.assign(seed=0), table.assign(seed=1)]))
+    curves = {t.name: t for t in fig.data if t.x[0] is not None}
+    hover = curves["DropMatch js+majority"].customdata[1]
+    assert f"of {N} problems x 2 seeds" in hover and "12 lost, 2 gained (problem, seed) pairs" in hover
+    assert f"p {mcnemar_p(6, 1):.2g})" in hover
+    assert any(t.name == "lossless's pass@1, within 2 of 164 problems" for t in fig.data)  # 164 problems, not 328
 
 
 def test_settings_a_problem_or_two_short_are_whole_and_judged_on_the_problems_all_ran(table):

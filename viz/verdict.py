@@ -27,6 +27,11 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
         return message_figure("this sweep has no task score beside a lossless run (HumanEval has one)", title, HEIGHT)
     tests = against_lossless(df).set_index(["rule", "knob"])
     lossless = points[points["method"] == "lossless"].iloc[0]
+    seeds = int(df["seed"].nunique()) if "seed" in df else 1  # a sampled sweep runs each problem once per seed
+
+    def ran(cells: float) -> str:
+        return f"{cells / seeds:.0f} problems x {seeds} seeds" if seeds > 1 else f"{cells:.0f} problems"
+
     low, high = within_bar_band(lossless["score"])
     fig = go.Figure()
     fig.add_hrect(y0=low, y1=high, fillcolor=METHOD_COLORS["lossless"], opacity=0.15, line_width=0, layer="below")
@@ -35,20 +40,21 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
         y=[None],
         mode="markers",
         marker={"symbol": "square", "size": 14, "color": METHOD_COLORS["lossless"], "opacity": 0.3},
-        name=f"lossless's pass@1, {problems_note(int(lossless['prompts']))}",
+        name=f"lossless's pass@1, {problems_note(round(lossless['prompts'] / seeds))}",
     )
     for rule, curve in points.groupby("rule", sort=False):
         curve = curve.sort_values("knob")
         hover = []
         for _, p in curve.iterrows():
             text = f"<b>{rule}</b>" + (f" · {p['knob_name']} = {p['knob']:g}" if pd.notna(p["knob"]) else "")
-            text += f"<br>tau {p['tau']:.2f} · pass@1 {p['score']:.1%} of {p['prompts']:.0f} problems"
+            text += f"<br>tau {p['tau']:.2f} · pass@1 {p['score']:.1%} of {ran(p['prompts'])}"
             key = (rule, p["knob"])
             if key in tests.index:
                 t = tests.loc[key]
                 text += (
-                    f"<br>against lossless: {t['lost']} lost, {t['gained']} gained "
-                    f"(exact McNemar p {t['mcnemar_p']:.2g})"
+                    f"<br>against lossless: {t['lost']} lost, {t['gained']} gained"
+                    + (" (problem, seed) pairs (exact test, seeds kept together:" if seeds > 1 else " (exact McNemar")
+                    + f" p {t['mcnemar_p']:.2g})"
                     f"<br>difference {t['score_diff']:+.1%}, 95% paired bootstrap [{t['diff_low']:+.1%}, "
                     f"{t['diff_high']:+.1%}]"
                 )

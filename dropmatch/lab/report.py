@@ -110,7 +110,8 @@ COLUMN_DEFINITIONS = (
         "score_lossless": "lossless's mean task score on the same problems",
         "lost": "problems lossless solves and this setting does not",
         "gained": "problems this setting solves and lossless does not",
-        "mcnemar_p": "two-sided exact McNemar p-value of lost against gained (paired by problem)",
+        "mcnemar_p": "two-sided exact McNemar p-value of lost against gained (paired by problem; with several seeds a "
+        "problem, the exact sign-flip test of its summed difference, which keeps its seeds together)",
         "problems": "problems scored with both this setting and lossless",
         "prompts": "prompts (cells) behind this row",
         "tau_pooled": "sum N / sum T over this row's prompts: tokens per target forward, pooled",
@@ -271,7 +272,8 @@ def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
 VERDICT_NOTE = (
     "Is a relaxed acceptance worth it? Each rule's task score against lossless, problem by problem, on the settings "
     "that ran every problem ({bar}); the shaded band in the figure is the field's bar for quality kept. Intervals "
-    "are paired bootstrap 95% intervals over problems, p-values exact McNemar tests on the discordant problems."
+    "are paired bootstrap 95% intervals over problems, p-values exact McNemar tests on the discordant problems "
+    "(with several seeds a problem, its seeds kept together in both)."
 )
 
 
