@@ -112,8 +112,10 @@ def paired_p(base, other, groups=None) -> float:
 
 
 def paired(base: pd.DataFrame, other: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
-    """The problems both ran (score, score_other), the problems lost (base solves, other does not) and gained."""
-    pairs = base[["prompt_id", "score"]].merge(other[["prompt_id", "score"]], on="prompt_id", suffixes=("", "_other"))
+    """The problems both ran (score, score_other), the problems lost (base solves, other does not) and gained; a
+    sampled sweep's rows pair by problem and seed, so each seed meets its own."""
+    on = ["prompt_id", "seed"] if "seed" in base and "seed" in other else ["prompt_id"]
+    pairs = base[[*on, "score"]].merge(other[[*on, "score"]], on=on, suffixes=("", "_other"))
     lost = int(((pairs["score"] == 1) & (pairs["score_other"] == 0)).sum())
     gained = int(((pairs["score"] == 0) & (pairs["score_other"] == 1)).sum())
     return pairs, lost, gained

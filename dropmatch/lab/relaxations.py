@@ -21,7 +21,7 @@ from dropmatch.sweep_tables import paired
 from dropmatch.token_kinds import CODE_KINDS, KINDS, SEMANTIC, code_kinds, text_kind
 from dropmatch.tradeoff import compared_rows, knob_of, rule_name
 
-COLUMNS = ["suite", "rule", "knob", "prompt_id", "category", "index", "line", "text", "reason", "kind", "cost"]
+COLUMNS = ["suite", "rule", "knob", "prompt_id", "seed", "category", "index", "line", "text", "reason", "kind", "cost"]
 
 
 def _is_code(suite: str, category) -> bool:
@@ -60,6 +60,7 @@ def relaxations(df: pd.DataFrame) -> pd.DataFrame:
     for _, row in rows.iterrows():
         prompt = prompts.get(row["prompt_id"], "") if row["suite"] == HUMANEVAL else ""
         who = {"suite": row["suite"], "rule": rule_name(row), "knob": knob_of(row), "prompt_id": row["prompt_id"]}
+        who["seed"] = row.get("seed")
         out += [who | {"category": row["category"]} | r for r in _classed(row, prompt)]
     return pd.DataFrame(out, columns=COLUMNS)
 
@@ -71,15 +72,17 @@ def first_changed_line(text: str, baseline: str) -> int:
 
 
 def _lost_started_by_semantic(setting: pd.DataFrame, base: pd.DataFrame, found: pd.DataFrame) -> tuple[int, int]:
-    """(lost problems, those whose first relaxed identifier or number sits on or above the first changed line)."""
+    """(lost problems, those whose first relaxed identifier or number sits on or above the first changed line); a
+    sampled sweep counts each (problem, seed) pair, the seed's output against lossless's of the same seed."""
     pairs, _, _ = paired(base, setting)
-    lost = pairs[(pairs["score"] == 1) & (pairs["score_other"] == 0)]["prompt_id"]
-    texts = setting.set_index("prompt_id")["text"].map(lambda t: truncate_completion(str(t)))
-    base_texts = base.set_index("prompt_id")["text"].map(lambda t: truncate_completion(str(t)))
+    on = [c for c in ("prompt_id", "seed") if c in pairs]
+    lost = pairs.loc[(pairs["score"] == 1) & (pairs["score_other"] == 0), on]
+    texts, base_texts = (s.set_index(on)["text"].map(lambda t: truncate_completion(str(t))) for s in (setting, base))
+    first_semantic = found[found["kind"].isin(SEMANTIC)].groupby(on, dropna=False)["line"].min()
     started = 0
-    for pid in lost:
-        semantic = found[(found["prompt_id"] == pid) & found["kind"].isin(SEMANTIC)]
-        if len(semantic) and semantic["line"].min() <= first_changed_line(texts[pid], base_texts[pid]):
+    for key in lost.itertuples(index=False, name=None):
+        key = key if len(on) > 1 else key[0]
+        if key in first_semantic.index and first_semantic[key] <= first_changed_line(texts[key], base_texts[key]):
             started += 1
     return len(lost), started
 

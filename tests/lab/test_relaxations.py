@@ -76,3 +76,19 @@ def test_kinds_heatmap_rows_are_settings_and_sum_to_one(table):
 def test_a_sweep_with_lossless_alone_has_no_relaxations(table):
     assert relaxations(table[table["method"] == "lossless"]).empty
     assert kinds_table(table[table["method"] == "lossless"]).empty
+
+
+def test_a_sampled_sweep_meets_each_seed_with_lossless_of_the_same_seed(table):
+    # seed 0 as above; on seed 1 lossless failed too, so nothing was lost there, and top-k's seed-1 output is the
+    # one that breaks by punctuation: each seed is judged against its own lossless run, never across seeds
+    seed1 = pd.DataFrame(
+        [
+            cell("lossless", BAD, 0.0),
+            cell("relative", WORSE, 0.0, [(2, " num", "top-k", 1.2)], 2, "top-k"),
+            cell("relative", GOOD, 1.0, [], 0.3, "typical"),
+        ]
+    )
+    got = kinds_table(pd.concat([table.assign(seed=0), seed1.assign(seed=1)])).set_index("rule")
+    assert (got.loc["top-k", "lost"], got.loc["top-k", "lost_semantic_first"]) == (1, 1)
+    assert (got.loc["typical", "lost"], got.loc["typical", "lost_semantic_first"]) == (1, 0)
+    assert got.loc["top-k", "relaxed"] == 3  # both seeds' relaxations count
