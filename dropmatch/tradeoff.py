@@ -186,9 +186,10 @@ def matched_knob(curve: pd.DataFrame, target_tau: float, integer: bool = False) 
                 return float(k), f"the measured {k:g} (tau {t0 if k == k0 else t1:.2f}) is nearest"
             k = k0 + (target_tau - t0) * (k1 - k0) / (t1 - t0)
             return float(k), f"interpolated between {k0:g} (tau {t0:.2f}) and {k1:g} (tau {t1:.2f})"
-    exact = pts[np.isclose(taus, target_tau, rtol=0.01)]
-    if len(exact):
-        return float(exact["knob"].iloc[0]), "measured there"
+    near = pts[np.isclose(taus, target_tau, rtol=0.01)]
+    if len(near):  # no pair brackets it, but a knob lands within 1%: name that knob and its own tau
+        k, t = float(near["knob"].iloc[0]), float(near["tau"].iloc[0])
+        return k, "measured there" if t == target_tau else f"measured at {k:g} (tau {t:.2f}, within 1%)"
     return None
 
 

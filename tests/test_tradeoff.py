@@ -111,3 +111,10 @@ def test_the_tradeoff_figure_has_a_curve_per_rule_and_names_its_front(table):
     assert {"lossless", "DropMatch js+majority", "typical", "top-k", "mars"} <= set(names)
     assert "Pareto front (ringed)" in names and fig.layout.meta["measure"] == "score"
     assert sum(fig.layout.meta["front"]) >= 2
+
+
+def test_a_knob_within_one_percent_is_named_with_its_own_tau():
+    # FLy's two knobs decode almost alike (tau 5.07, 5.09): no pair brackets 5.02, but 5.07 lies within 1%
+    found = matched_knob(pd.DataFrame({"knob": [0.0, 0.3], "tau": [5.09, 5.07]}), 5.02)
+    assert found == (0.3, "measured at 0.3 (tau 5.07, within 1%)")
+    assert matched_knob(pd.DataFrame({"knob": [0.0, 0.3], "tau": [5.09, 5.07]}), 4.9) is None  # 3.5% away

@@ -151,8 +151,8 @@ COLUMN_DEFINITIONS = (
     }
 )
 PATTERNS = {  # definitions of columns named by a value: "score_at_p0.3", "share identifier"
-    "score_at_p": "the rule's pass@1 at DropMatch's pooled tau at this p_drop (js+majority): measured there, or "
-    "interpolated between its two knobs whose taus bracket it",
+    "score_at_p": "the rule's pass@1 at DropMatch's pooled tau at this p_drop (js+majority): measured there, "
+    "interpolated between its two knobs whose taus bracket it, or at a knob whose own tau lies within 1% (named)",
     "tau_at_p": "DropMatch's pooled tau at this p_drop (js+majority), where the rules' pass@1 is read",
     "basis_p": "how the rule's pass@1 at DropMatch's tau was found",
     "share ": "share of the setting's relaxed acceptances of this token kind",
