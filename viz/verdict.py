@@ -27,7 +27,7 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
         return message_figure("this sweep has no task score beside a lossless run (HumanEval has one)", title, HEIGHT)
     tests = against_lossless(df).set_index(["rule", "knob"])
     lossless = points[points["method"] == "lossless"].iloc[0]
-    seeds = int(df["seed"].nunique()) if "seed" in df else 1  # a sampled sweep runs each problem once per seed
+    seeds = max(1, int(df["seed"].nunique())) if "seed" in df else 1  # a sampled sweep runs each problem per seed
 
     def ran(cells: float) -> str:
         return f"{cells / seeds:.0f} problems x {seeds} seeds" if seeds > 1 else f"{cells:.0f} problems"
