@@ -12,7 +12,7 @@ import numbers
 import pandas as pd
 
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
-from dropmatch.sweep_tables import mcnemar_p, paired, pooled, rows_at
+from dropmatch.sweep_tables import paired, paired_p, pooled, rows_at
 from dropmatch.tradeoff import centre, held
 
 
@@ -52,11 +52,14 @@ def _score(df: pd.DataFrame) -> str | None:
     base, dm = rows_at(scored, "lossless", gamma=c["gamma"]), rows_at(scored, "dropmatch", **c)
     if base.empty or dm.empty:
         return None
-    _, lost, gained = paired(base, dm)
+    pairs, lost, gained = paired(base, dm)  # by problem and seed: a problem's seeds are tested together
     a, b = base["score"].mean(), dm["score"].mean()
+    problems = pairs["prompt_id"].nunique()
+    runs = f"{problems} problems" + (f" x {len(pairs) // problems} seeds" if len(pairs) > problems else "")
+    test = "exact McNemar p" if len(pairs) == problems else "exact p, seeds kept together,"
     return (
-        f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {len(dm)} problems; {lost} lost, {gained} gained, "
-        f"exact McNemar p = {mcnemar_p(lost, gained):.2f})"
+        f"pass@1 {a:.1%} → {b:.1%} ({(b - a) * 100:+.1f} points, {runs}; {lost} lost, {gained} gained, "
+        f"{test} = {paired_p(pairs['score'], pairs['score_other'], pairs['prompt_id']):.2f})"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -92,6 +93,15 @@ def test_paper_comparison_quotes_the_paper_and_computes_ours(table):
     part = table[table["suite"] == "humaneval"]
     base = part[part["method"] == "lossless"]["score"].mean()
     assert f"pass@1 {base:.1%}" in comp.loc[3, "this sweep"]
+
+
+def test_paper_comparison_tests_a_problems_seeds_together(table):
+    part = table[table["suite"] == "humaneval"]
+    one = paper_comparison(part).loc[3, "this sweep"]
+    two = paper_comparison(pd.concat([part.assign(seed=0), part.assign(seed=1)])).loc[3, "this sweep"]
+    p_one = re.search(r"exact McNemar p = ([\d.]+)", one).group(1)
+    n = part["prompt_id"].nunique()
+    assert f"{n} problems x 2 seeds" in two and f"seeds kept together, = {p_one})" in two  # a copy adds no evidence
 
 
 def test_short_labels_name_only_what_varies(table):
