@@ -42,8 +42,12 @@ def _depth(value, limit: int, level: int = 0) -> int:
     return max((_depth(v, limit, level + 1) for v in items), default=level + 1)
 
 
+PLAIN = {int: "an integer", float: "a finite number", str: "a string", bool: "true or false", type(None): "null"}
+PLAIN |= {list: "a list", dict: "an object"}  # what a type is called in a message about JSON
+
+
 def _name(hint) -> str:
-    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+    return PLAIN.get(typing.get_origin(hint) or hint) or str(hint).replace("typing.", "")
 
 
 def check_value(value, hint, where: str) -> None:
@@ -104,5 +108,5 @@ def check_fields(data, cls, where: str) -> None:
 
 
 def _show(value) -> str:
-    text = json.dumps(value)[:40] if not isinstance(value, float) else repr(value)
+    text = repr(value) if isinstance(value, float) and math.isfinite(value) else json.dumps(value)[:40]  # NaN as JSON
     return text if len(text) < 40 else text[:37] + "..."

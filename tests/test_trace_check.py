@@ -188,32 +188,56 @@ CONTRADICTIONS = [
     (
         ["records", 0, "target_rank"],
         2,
-        "records[0].target_rank: a greedy exact match is the target's top-1, got rank 2",
+        "records[0].target_rank (round 0, pos 1): the token is the target's argmax, so its rank is 1; got 2",
     ),
-    (["records", 0, "target_argmax"], 264, "records[0].target_argmax: a greedy exact match is the target's argmax"),
+    (
+        ["records", 0, "target_argmax"],
+        264,
+        "records[0].target_argmax (round 0, pos 1): a greedy exact match is the target's argmax",
+    ),
     (
         ["records", 0, "accepted"],
         False,
-        "records[0].accepted: reason 'exact' accepts the draft, so accepted must be true",
+        "records[0].accepted (round 0, pos 1): reason 'exact' accepts the draft, so accepted must be true",
     ),
-    (["records", 1, "accepted"], None, "records[1].accepted: reason 'js' accepts the draft, so accepted must be true"),
+    (
+        ["records", 1, "accepted"],
+        None,
+        "records[1].accepted (round 0, pos 2): reason 'js' accepts the draft, so accepted must be true",
+    ),
     (
         ["records", 27, "reason"],
         "typical",
-        "records[27].accepted: reason 'typical' accepts the draft, so accepted must",
+        "records[27].accepted (round 4, pos 4): reason 'typical' accepts the draft, so accepted must",
     ),
-    (["records", 27, "accepted"], True, "records[27].accepted: reason 'rejected' rejects the draft, so accepted must"),
-    (["records", 28, "accepted"], True, "records[28].accepted: reason 'skipped' rejects the draft, so accepted must"),
-    (["records", 5, "accepted"], True, "records[5].accepted: only a draft is accepted or rejected; a bonus record"),
+    (
+        ["records", 27, "accepted"],
+        True,
+        "records[27].accepted (round 4, pos 4): reason 'rejected' rejects the draft, so accepted must",
+    ),
+    (
+        ["records", 28, "accepted"],
+        True,
+        "records[28].accepted (round 4, pos 5): reason 'skipped' rejects the draft, so accepted must",
+    ),
+    (
+        ["records", 5, "accepted"],
+        True,
+        "records[5].accepted (round 0, pos 6): only a draft is accepted or rejected; a bonus record",
+    ),
     (["text"], STORY["text"] + " The end.", "text: must be what the emitted records' texts join to"),
     (["text"], STORY["text"].replace(" fish", " fush", 1), "text: must be what the emitted records' texts join to"),
     (["records", 12, "text"], "ERMAN", "text: must be what the emitted records' texts join to"),
     (["n_prompt_tokens"], -1, "n_prompt_tokens: must be at least 0, got -1"),
-    (["records", 0, "verdicts", "psychic"], True, "records[0].verdicts: 'psychic' is neither a rule in the registry"),
+    (
+        ["records", 0, "verdicts", "psychic"],
+        True,
+        "records[0].verdicts (round 0, pos 1): 'psychic' is neither a rule in the registry",
+    ),
     (
         ["records", 1, "verdicts", "lossless"],
         False,
-        "records[1].verdicts: 'lossless' is neither a rule in the registry",
+        "records[1].verdicts (round 0, pos 2): 'lossless' is neither a rule in the registry",
     ),
     (["colour"], "red", "unknown field 'colour' at the top level of the trace"),
 ]
@@ -230,7 +254,7 @@ def test_what_the_decoder_writes_still_passes():
     """Not contradictions: a sampled exact match of any rank (the lossless test is a draw), a lazy run's verdicts
     named by their reasons, the end token an `eos` run's text leaves out, and U+FFFD where bytes form no character."""
     sampled = mutated(["config", "temperature"], 1.0)
-    sampled["records"][0]["target_rank"] = 3
+    sampled["records"][0] |= {"target_rank": 3, "target_argmax": 264, "p_argmax": 0.5}  # d drawn, not the argmax
     lazy = mutated(["records", 1, "verdicts"], {"js": True, "majority": False})
     last = [r for r in STORY["records"] if r["emitted"]][-1]["text"]
     ended = mutated(["finish"], "eos") | {"text": STORY["text"].removesuffix(last)}
