@@ -131,10 +131,11 @@ def _check_head_once(model: torch.nn.Module, name: str) -> None:
 
 
 def check_heads(pair: ModelPair) -> None:
-    """check_head on the pair's target and draft, once per process: a no-op in the process that loaded the pair (it
-    checked them there), a check of its own in a process forked from it. A ZeroGPU worker is such a fork, and its
-    models reach the GPU only inside the GPU function: it calls this there, so the check runs on the device its
-    paths run on, once per worker."""
+    """check_head on the pair's target and draft, once per process: a no-op where they passed (the process that
+    loaded the pair checked them there, unless it loaded with `check` False), a check of its own in a process forked
+    from it. A ZeroGPU worker is such a fork, and its models reach the GPU only inside the GPU function: it calls this
+    there, so the check runs on the device its paths run on, once per worker (ZeroGPU's main process, which only
+    emulates CUDA on the CPU, loads the pair without checking it)."""
     _check_head_once(pair.target, f"the target {pair.target_id!r}")
     if pair.draft is not pair.target:  # one model serving both roles is checked once
         _check_head_once(pair.draft, f"the draft {pair.draft_id!r}")
@@ -154,13 +155,16 @@ def load_pair(
     draft_vocab: int | None = None,
     engine: str = "torch",
     target_quant: str = "none",
+    check: bool = True,
 ) -> ModelPair:
-    """Load a pair once per (ids, dtype, device, lean-draft options, engine). Raises ValueError for a bad id or
-    mismatched tokenizers. draft_quant "int8": the draft's linear layers in int8; draft_vocab N: the draft's
-    head scores only the N most frequent tokens (`dropmatch.quant`). engine "llama.cpp": the embedded pair's
-    GGUF files run in llama.cpp, the target's head in torch (`dropmatch.llamacpp`). target_quant "int4" (CPU): the
-    target's body in torch's 4-bit format, its head dense; for the embedded pair only the layers its GGUF file holds in
-    Q4_K (`quant.q4_layers`), not the Q6_K ones, which 4 bits would coarsen."""
+    """Load a pair once per (ids, dtype, device, lean-draft options, engine) and check its heads (`check_heads`, once
+    per process; `check` False leaves the check to the caller, before it decodes: on ZeroGPU the GPU function, where the
+    models are on the GPU, since the process that loads them only emulates CUDA). Raises ValueError for a bad id,
+    mismatched tokenizers or a head the decoder cannot reproduce. draft_quant "int8": the draft's linear layers in int8;
+    draft_vocab N: the draft's head scores only the N most frequent tokens (`dropmatch.quant`). engine "llama.cpp": the
+    embedded pair's GGUF files run in llama.cpp, the target's head in torch (`dropmatch.llamacpp`). target_quant "int4"
+    (CPU): the target's body in torch's 4-bit format, its head dense; for the embedded pair only the layers its GGUF
+    file holds in Q4_K (`quant.q4_layers`), not the Q6_K ones, which 4 bits would coarsen."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     if target_quant not in TARGET_QUANTS:
@@ -181,6 +185,8 @@ def load_pair(
     with _LOADING:  # one load at a time: a start-up preload and a first request never load the pair twice
         where = device or default_device()
         pair = _load_pair(target_id, draft_id, dtype, where, device_map, draft_quant, draft_vocab, target_quant)
+        if check:
+            check_heads(pair)  # on the device it was loaded to
         return pair if engine == "torch" else _llama_pair(pair)
 
 
@@ -256,7 +262,7 @@ def _load_pair(
         draft = quantize(_load_one(draft_path, DTYPES[dtype], device, device_map), draft_quant)
         if draft_vocab is not None:
             prune_head(draft, tok_t, draft_vocab)
-    pair = ModelPair(
+    return ModelPair(
         target,
         draft,
         tok_t,
@@ -267,8 +273,6 @@ def _load_pair(
         draft_vocab,
         target_quant=target_quant,
     )
-    check_heads(pair)  # at load, on the device it was loaded to
-    return pair
 
 
 def clear_cache() -> None:

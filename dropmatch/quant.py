@@ -116,7 +116,8 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scales.dtype).contiguous()  # [n, in]
         if flat.device.type in LEAN_DEVICES["int8"]:
-            y = torch._weight_int8pack_mm(flat, self.weight, self.scales)
+            # the early CUDA kernel returns float32 whatever it was given: back to the activations' dtype
+            y = torch._weight_int8pack_mm(flat, self.weight, self.scales).to(flat.dtype)
         else:  # a layer moved after loading to a device without the kernel (loading refuses those)
             y = dequantised_product(flat, self.weight, self.scales)
         y = y.reshape(*x.shape[:-1], self.out_features)

@@ -141,6 +141,23 @@ def test_the_fallback_product_equals_the_int8_kernel():
     assert torch.allclose(dequantised_product(x, lean.weight, lean.scales), kernel, atol=1e-4)
 
 
+def test_the_int8_layer_answers_in_its_inputs_dtype_whatever_the_kernel_returns(monkeypatch):
+    """The early CUDA int8 kernel returns float32 for bf16 inputs; the layer casts back, so the draft stays bf16."""
+    torch.manual_seed(2)
+    lean = Int8Linear.of(nn.Linear(32, 16, bias=True).to(torch.bfloat16))
+    x = torch.randn(3, 32, dtype=torch.bfloat16)
+    assert lean(x).dtype == torch.bfloat16  # the CPU kernel itself answers in bf16
+    kernel = torch._weight_int8pack_mm
+
+    def in_float32(*args):  # as CUDA's kernel does
+        return kernel(*args).float()
+
+    monkeypatch.setattr(torch, "_weight_int8pack_mm", in_float32)
+    y = lean(x)
+    assert y.dtype == torch.bfloat16
+    assert torch.equal(y, kernel(x, lean.weight, lean.scales) + lean.bias)  # the same numbers, in bf16
+
+
 def int4_grid(out: int, inp: int) -> torch.Tensor:
     """Weights that int4 holds exactly: per group of inputs, its minimum plus whole steps 0..15 (both ends used)."""
     torch.manual_seed(1)

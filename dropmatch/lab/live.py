@@ -4,6 +4,8 @@ A live sweep is an ordinary sweep (`dropmatch.lab.sweep`): one factor varied aro
 relative's knob, beside DropMatch at that setting), lossless once per gamma, over a few prompts spread across the
 suite's categories. Limits keep it to minutes on a CPU;
 the command line (`python -m dropmatch sweep`) has none. Every bad input is a ValueError with a clear message.
+Decoding and scoring are apart: `decode_cells` decodes and measures (where the model is, a GPU slot on ZeroGPU), and
+`scored` adds each cell's task score where it arrives, before `run_live` logs it.
 The sweep directory holds its own files: the log and manifest as it runs, the tidy table after every cell
 (`write_table`), the report at the end (`finish`).
 """
@@ -30,6 +32,8 @@ from dropmatch.lab.sweep import (
     make_runner,
     parse_rule,
     parse_values,
+    pending,
+    score_row,
 )
 
 SUITES = {"mini_spec_bench": DEFAULT_SUITE, HUMANEVAL: HUMANEVAL}
@@ -50,6 +54,16 @@ class Plan:
     @property
     def cells(self) -> int:
         return len(self.items) * len(self.settings)
+
+    @property
+    def tokens(self) -> int:
+        """The most new tokens the sweep decodes: every cell's max_new_tokens."""
+        return self.cells * self.run["max_new_tokens"]
+
+    @property
+    def prompt_chars(self) -> int:
+        """The prompt characters the sweep prefills: each prompt once per setting."""
+        return len(self.settings) * sum(len(item.prompt) for item in self.items)
 
     def describe(self) -> str:
         return (
@@ -78,7 +92,7 @@ def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dic
             f"{result.describe()}: a live sweep runs at most {LIVE_LIMITS['cells']} cells; "
             "use fewer prompts or values, or the command line (python -m dropmatch sweep)"
         )
-    if result.cells * tokens > LIVE_LIMITS["tokens"]:
+    if result.tokens > LIVE_LIMITS["tokens"]:
         raise ValueError(
             f"{result.describe()}: a live sweep generates at most {LIVE_LIMITS['tokens']} tokens "
             "(cells × max new tokens); use fewer cells or tokens, or the command line"
@@ -86,9 +100,30 @@ def plan(suite: str, prompts, factor: str, values: str, max_new_tokens, run: dic
     return result
 
 
-def runner_for(p: Plan, pair) -> Runner:
-    """The real cell runner for the plan's run-wide settings on a loaded pair."""
-    return make_runner(pair, p.run["max_new_tokens"], p.run["seed"])
+def todo(p: Plan, out_dir: str | Path) -> list[tuple[SuiteItem, Setting]]:
+    """The plan's cells not yet in `out_dir`'s log, in the order `run_live` runs them."""
+    return pending(out_dir, p.suite, list(p.items), list(p.settings))
+
+
+def decode_cells(p: Plan, pair, cells: list[tuple[SuiteItem, Setting]]) -> Iterator[tuple[str, dict]]:
+    """Decode and measure each of `cells` on a loaded pair, with the plan's run-wide settings, and leave the task score
+    to `scored` (HumanEval's tests are CPU work, to run where the model is not held): yields (cell key, row)."""
+    runner = make_runner(pair, p.run["max_new_tokens"], p.run["seed"], score=False)
+    for item, setting in cells:
+        yield setting.key(p.suite, item.id), runner(item, setting)
+
+
+def scored(p: Plan, decoded: Iterator[tuple[str, dict]], timeout: float = 10.0) -> Runner:
+    """The runner `run_live` takes for cells decoded elsewhere (`decode_cells`, in the order of `todo`): each cell's
+    row is the next one decoded, its task score added here."""
+
+    def run(item: SuiteItem, setting: Setting) -> dict:
+        key, row = next(decoded)
+        if key != setting.key(p.suite, item.id):
+            raise ValueError(f"the decoded cell {key} came where {setting.key(p.suite, item.id)} was due")
+        return score_row(item, row, timeout)
+
+    return run
 
 
 def run_live(p: Plan, out_dir: str | Path, runner: Runner) -> Iterator[tuple[int, int, dict]]:

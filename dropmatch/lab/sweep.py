@@ -292,9 +292,12 @@ def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -
     return load_sweep(out_dir)
 
 
-def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0, temperature: float = 0.0) -> Runner:
+def make_runner(
+    pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0, temperature: float = 0.0, score: bool = True
+) -> Runner:
     """The real cell runner: decode (stopping early at HumanEval's stop sequences; sampled at `temperature` > 0
-    with the setting's seed, else the run's), measure, score."""
+    with the setting's seed, else the run's), measure, score (`score_row`; with `score` False the row's score stays
+    empty, for the caller to add where the model is not held)."""
 
     def done(trace, item: SuiteItem) -> bool:
         """A HumanEval function is complete once a stop sequence (a new top-level statement) appears."""
@@ -313,13 +316,20 @@ def make_runner(pair, max_new_tokens: int, seed: int = 0, timeout: float = 10.0,
         row = {k: m[k] for k in METRICS} | {"cpu_s": cpu, "tokens_per_cpu_s": m["n_tokens"] / cpu if cpu > 0 else None}
         row["loadavg"] = os.getloadavg()[0]  # 1-minute system load: how contended the timings were
         row |= {"finish": trace.finish or "stop", "score": None, "score_result": None}
-        if item.problem is not None:
-            result = score_completion(item.problem, truncate_completion(text), timeout)
-            row |= {"score": float(result["passed"]), "score_result": result["result"]}
         row |= {"output_ids": " ".join(map(str, trace.token_ids)), "text": text}
-        return row | {"reasons": emitted_reasons(trace), "relaxed_tokens": relaxed_tokens(trace)}
+        row |= {"reasons": emitted_reasons(trace), "relaxed_tokens": relaxed_tokens(trace)}
+        return score_row(item, row, timeout) if score else row
 
     return run
+
+
+def score_row(item: SuiteItem, row: dict, timeout: float = 10.0) -> dict:
+    """A cell's row with its task score: the item's HumanEval tests run on the row's text up to a stop sequence
+    (`score_completion`); the row as it is for an item without a task."""
+    if item.problem is None:
+        return row
+    result = score_completion(item.problem, truncate_completion(row["text"]), timeout)
+    return row | {"score": float(result["passed"]), "score_result": result["result"]}
 
 
 # ---- the tidy table -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from dropmatch.lab import live as lab
+from dropmatch.lab import sweep
 from dropmatch.lab.files import CELLS, MANIFEST, TABLE
 from dropmatch.lab.report import COLUMN_DEFINITIONS, table_html
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
@@ -135,3 +136,31 @@ def test_a_live_sweep_can_vary_a_relatives_knob_beside_dropmatch():
     assert p.rules == {"typical": [0.09, 0.3]} and p.grid == {}
     with pytest.raises(ValueError, match=r"k must be an integer in \[1, 1000\]"):
         lab.plan("mini_spec_bench", 2, "top-k", "2,3.5", 16)
+
+
+TIMINGS = ("wall_s", "tokens_per_s", "overhead_share", "cpu_s", "tokens_per_cpu_s", "loadavg")
+
+
+def test_decoded_cells_are_scored_where_they_arrive_as_a_sweep_scores_them_inline(monkeypatch, noisy_pair, tmp_path):
+    """decode_cells leaves the task score out (it runs where the model is held, a GPU slot on ZeroGPU); scored adds
+    it as each cell arrives, and the log holds what make_runner, scoring inline, writes."""
+    scored_texts = []
+
+    def stand_in_scorer(problem, completion, timeout):
+        scored_texts.append(completion)
+        return {"passed": len(scored_texts) % 2 == 1, "result": f"stand-in {len(scored_texts)}"}
+
+    monkeypatch.setattr(sweep, "score_completion", stand_in_scorer)
+    p = lab.plan("humaneval", 2, "p_drop", "0.3", 8)
+    due = lab.todo(p, tmp_path)
+    decoded = list(lab.decode_cells(p, noisy_pair, due))
+    assert scored_texts == [] and all(row["score"] is None for _, row in decoded)
+    split = [row for _, _, row in lab.run_live(p, tmp_path, lab.scored(p, iter(decoded)))]
+    assert len(scored_texts) == p.cells and [row["score"] for row in split] == [1.0, 0.0] * (p.cells // 2)
+    scored_texts.clear()
+    inline = [row for _, _, row in lab.run_live(p, tmp_path / "inline", sweep.make_runner(noisy_pair, 8))]
+    assert [{k: v for k, v in row.items() if k not in TIMINGS} for row in split] == [
+        {k: v for k, v in row.items() if k not in TIMINGS} for row in inline
+    ]
+    with pytest.raises(ValueError, match="came where .* was due"):
+        list(lab.run_live(p, tmp_path / "reordered", lab.scored(p, iter(decoded[::-1]))))
