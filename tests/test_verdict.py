@@ -5,6 +5,7 @@ a recording in parts judged on its whole settings only."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -208,3 +209,25 @@ def test_dropmatch_at_the_calibration_anchors(table):
     assert got.loc["effect", "basis"] == "measured there"
     assert got.loc["JS spread, high end", "score"] == pytest.approx((118 + 115) / 2 / N)
     assert math.isnan(got.loc["far", "tau"]) and got.loc["far", "basis"].startswith("beyond")
+
+
+def test_the_apps_verdict_tables_speak_plain_words_and_keep_each_definition(table):
+    from viz.verdict import verdict_tables
+
+    about = {"best_tau_within_bar": "the largest pooled tau within the bar", "diff_low": "low end"}.get
+    shown, whole = verdict_tables(table, about, "the bar: {bar}", [{"anchor": "effect", "p_drop": 0.1}])
+    assert len(whole) == len(table) and "the bar: within 2 of 164 problems" in shown
+    headers = re.findall(r"<th([^>]*)>([^<]*)</th>", shown)
+    words = {text for _, text in headers}
+    assert {"best τ within the bar", "pass@1 change", "95% interval: low", "solved by A only", "τ"} <= words
+    assert not {"best_tau_within_bar", "diff_low", "a_only", "score_at_p0.3"} & words  # no code name as a header
+    titles = {text: attrs for attrs, text in headers}
+    assert 'title="best_tau_within_bar: the largest pooled tau within the bar"' in titles["best τ within the bar"]
+    assert 'title="diff_low: low end"' in titles["95% interval: low"]  # the CSV's name and the definition on hover
+    assert "dm-wide" in titles["family"] and "dm-wide" not in titles["pass@1"]  # a phone leaves `family` out
+    # the headline and the anchors in view, the long tables folded behind their titles (the page opens them when wide)
+    assert shown.index("DropMatch at the calibration's anchors") < shown.index("<details class=dm-fold")
+    assert shown.count("<details class=dm-fold") == 1 + len([c for c in verdict.headline(table) if "tau_at_p" in c])
+    assert 'data-label="pass@1 change"' in shown  # every cell names its column
+    alone, judged = verdict_tables(table.query("method != 'lossless'"), about, "{bar}")  # nothing beside lossless
+    assert alone == "" and judged.empty

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import math
@@ -337,3 +338,87 @@ def test_token_kind_reads_the_output_as_python_and_as_prose():
         "numbers (as Python; as prose: words)",
     ]
     assert viz.token_kind(swap(trace, prompt=""), records[2]) == "punctuation and operators"
+
+
+# ---- contrast, marks beyond colour, the app's word tables ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("a", "b", "ratio"), [("#000000", "#ffffff", 21.0), ("#777777", "#ffffff", 4.48), ("#c4b5fd", "#c4b5fd", 1.0)]
+)
+def test_contrast_is_wcags_ratio(a, b, ratio):
+    from viz.theme import contrast
+
+    assert contrast(a, b) == pytest.approx(ratio, abs=0.01) and contrast(b, a) == pytest.approx(ratio, abs=0.01)
+
+
+def test_every_token_colour_reads_at_aa_in_both_schemes():
+    from viz.theme import DIVERGENCE_COLOR, contrast, ink, rgb, text_color_map, token_marks_css
+
+    css = token_marks_css()
+    for label, color in text_color_map().items():
+        assert contrast(ink(color), color) >= 4.5, f"{label}: {color}"
+        # on a dark page the token takes its full colour and that ink (Gradio's is black at half opacity)
+        assert f'.dark .dm-output .token[style*="({rgb(color)},"] {{ background: {color} !important; }}' in css
+    assert ink(DIVERGENCE_COLOR) == "#ffffff"  # the divergence mark: white on its near-black swatch, in both schemes
+    divergence = f'\n.dm-output .token[style*="({rgb(DIVERGENCE_COLOR)},"] {{ background: {DIVERGENCE_COLOR} !important'
+    assert divergence in css
+    assert "::after { font-size: 0.65em; vertical-align: super; margin-left: 1px; color: inherit;" in css
+
+
+def test_the_reason_map_carries_a_mark_beside_each_colour(dm):
+    from viz.rounds import TEXT_ROW_LIMIT
+    from viz.theme import CELL_MARKS
+
+    fig = viz.reason_heatmap(dm, "x")
+    (heat,) = heatmaps(fig)
+    cells, text, _, _ = reason_grid(dm)
+    marked = 0
+    for crow, trow, shown_row in zip(cells, text, heat.text):
+        for reason, token, shown in zip(crow, trow, shown_row):
+            if reason in CELL_MARKS:
+                assert shown == f"{token} <sup>{CELL_MARKS[reason]}</sup>", (reason, shown)
+                marked += 1
+            else:
+                assert shown == token  # an exact match (and an empty cell) carries no mark
+    assert marked >= 10 and {"js", "correction", "rejected"} <= {c for row in cells for c in row}
+    names = [t.name for t in fig.data[1:]]
+    assert "semantic: JS (J)" in names and "rejected draft (✗)" in names and "exact match" in names
+    long = copy.deepcopy(dm)
+    long.records = [dataclasses.replace(r, round=r.round + k * 100) for k in range(8) for r in dm.records]
+    long.rounds = [dataclasses.replace(r, round=r.round + k * 100) for k in range(8) for r in dm.rounds]
+    assert len({r.round for r in long.records}) > TEXT_ROW_LIMIT
+    (heat,) = heatmaps(viz.reason_heatmap(long, "x"))
+    assert {t for row in heat.text for t in row} <= {"", *(f"<sup>{m}</sup>" for m in CELL_MARKS.values())}
+    assert "<sup>J</sup>" in {t for row in heat.text for t in row}  # a long run: the marks alone, still there
+
+
+def test_word_table_heads_in_plain_words_with_each_definition_on_hover():
+    import pandas as pd
+
+    from viz.tables import word_table
+
+    df = pd.DataFrame({"claim": ["tau gain"], "this sweep": ["+14%"], "kept": [True], "tau_pooled": [4.8012]})
+    about = {"tau_pooled": "sum N / sum T", "claim": "what is compared"}.get
+    words = {"tau_pooled": "pooled τ"}
+    shown = word_table(df, about, lambda c: words.get(c, c), {"kept"}, stack=True)
+    assert '<th title="what is compared">claim</th>' in shown and "<th>this sweep</th>" in shown
+    assert '<th title="tau_pooled: sum N / sum T">pooled τ</th>' in shown and "<th class=dm-wide>kept</th>" in shown
+    assert '<td data-label="pooled τ">4.8</td>' in shown and '<td data-label="kept" class=dm-wide>yes</td>' in shown
+    assert 'class="dm-table dm-stack"' in shown and 'class="dm-table"' in word_table(df, lambda c: None)
+
+
+def test_the_recoloured_map_and_the_step_figure_read_without_their_colours(dm):
+    """Every cell of a recoloured map carries its agreement's mark (and the legend names it); a step's yes / no cells
+    and its reasons carry theirs."""
+    from viz.rules import AGREEMENT_MARKS, rule_heatmap
+    from viz.steps import STEP_MARKS
+
+    fig = rule_heatmap(dm, "typical", None, "x")
+    (heat,) = heatmaps(fig)
+    agreements = list(AGREEMENT_MARKS)
+    shown = [
+        (heat.z[i][j], t) for i, row in enumerate(heat.text) for j, t in enumerate(row) if heat.z[i][j] is not None
+    ]
+    assert shown and all(t.endswith(f"<sup>{AGREEMENT_MARKS[agreements[z]]}</sup>") for z, t in shown)
+    assert {t.name for t in fig.data[1:]} == {f"{a} ({m})" for a, m in AGREEMENT_MARKS.items()}
+    marks = {t.rsplit("<sup>", 1)[-1] for row in heatmaps(viz.round_figure(dm, 0))[0].text for t in row if "<sup>" in t}
+    assert marks and marks <= {f"{m}</sup>" for m in STEP_MARKS.values()}

@@ -5,7 +5,16 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from dropmatch.trace import TokenRecord, Trace
-from viz.theme import REASON_COLORS, REASON_LABELS, category_heatmap, legend_traces, message_figure, show_token, style
+from viz.theme import (
+    CELL_MARKS,
+    REASON_COLORS,
+    REASON_LABELS,
+    category_heatmap,
+    legend_traces,
+    message_figure,
+    show_token,
+    style,
+)
 
 MAP_REASONS = dict(REASON_COLORS)  # every reason, in the theme's order: one discrete scale for every run
 TEXT_ROW_LIMIT = 45
@@ -45,7 +54,8 @@ def reason_grid(trace: Trace) -> tuple[list[list[str | None]], list[list[str]], 
 
 
 def reason_heatmap(trace: Trace | None, title: str) -> go.Figure:
-    """One row per verification round; every run shares the same discrete reason colours."""
+    """One row per verification round; every run shares the same discrete reason colours, and each cell carries its
+    reason's mark (CELL_MARKS) beside its token, so the map reads without colour (a long run: the marks alone)."""
     if trace is None or not trace.records:
         return message_figure("No rounds yet.", title)
     cells, text, hover, rounds = reason_grid(trace)
@@ -53,8 +63,8 @@ def reason_heatmap(trace: Trace | None, title: str) -> go.Figure:
     x = [str(j + 1) for j in range(gamma)] + ["+1"]
     y = [f"round {t + 1}" for t in rounds]
     shown = text if len(rounds) <= TEXT_ROW_LIMIT else [[""] * len(row) for row in text]
-    fig = go.Figure(category_heatmap(cells, shown, hover, x, y, MAP_REASONS))
-    for trace_ in legend_traces(MAP_REASONS, REASON_LABELS):
+    fig = go.Figure(category_heatmap(cells, shown, hover, x, y, MAP_REASONS, CELL_MARKS))
+    for trace_ in legend_traces(MAP_REASONS, REASON_LABELS, CELL_MARKS):
         fig.add_trace(trace_)
     fig.update_xaxes(side="top", title_text="draft position (+1 = emitted correction or bonus)", showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)

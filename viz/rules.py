@@ -33,6 +33,14 @@ AGREEMENT = {
     "rejects, as the run did": "#fca5a5",
     "not recorded": "#e5e7eb",
 }
+# Each agreement's mark, written in its cells and its legend entry: the map reads without its colours.
+AGREEMENT_MARKS = {
+    "accepts, as the run did": "✓",
+    "accepts where the run rejected": "+",
+    "rejects where the run accepted": "−",
+    "rejects, as the run did": "✗",
+    "not recorded": "?",
+}
 
 
 def numbers(rec: TokenRecord) -> dict[str, torch.Tensor] | None:
@@ -199,10 +207,16 @@ def rule_heatmap(trace: Trace | None, rule: str, knob: float | None, title: str)
         hover[i][j] = f"round {rec.round + 1}, position {rec.pos}<br>{rec.text!r}<br>{rule}: {cells[i][j]}"
     fig = go.Figure(
         category_heatmap(
-            cells, text, hover, [str(j + 1) for j in range(gamma)], [f"round {t + 1}" for t in rounds], AGREEMENT
+            cells,
+            text,
+            hover,
+            [str(j + 1) for j in range(gamma)],
+            [f"round {t + 1}" for t in rounds],
+            AGREEMENT,
+            AGREEMENT_MARKS,
         )
     )
-    for trace_ in legend_traces(AGREEMENT, {}):
+    for trace_ in legend_traces(AGREEMENT, {}, AGREEMENT_MARKS):
         fig.add_trace(trace_)
     fig.update_xaxes(side="top", title_text="draft position", showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)

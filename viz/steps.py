@@ -12,7 +12,7 @@ from dropmatch.config import RELAXED_METHODS
 from dropmatch.criteria import LOSSLESS, REASONS
 from dropmatch.trace import TokenRecord, Trace
 from viz.rules import ENTRIES, statistic
-from viz.theme import REASON_COLORS, REASON_LABELS, category_heatmap, message_figure, show_token, style
+from viz.theme import CELL_MARKS, REASON_COLORS, REASON_LABELS, category_heatmap, message_figure, show_token, style
 
 STAGES = ("draft", "K paths", "criteria", "accepted prefix", "correction / bonus")
 STEP_COLORS = {
@@ -23,6 +23,8 @@ STEP_COLORS = {
     "no": "#fca5a5",
     **REASON_COLORS,
 }
+# The marks that make a step's cells read without their colours: a test passed or failed, and each reason's own mark.
+STEP_MARKS = {"yes": "✓", "no": "✗", **CELL_MARKS}
 
 
 def move(trace: Trace, t: int, stage: int, delta: int) -> tuple[int, int]:
@@ -116,7 +118,7 @@ def round_figure(trace: Trace | None, t: int, stage: int = len(STAGES) - 1) -> g
         ]
         for label, (_, txs) in rows.items()
     ]
-    fig = go.Figure(category_heatmap(cells, text, hover, x, list(rows), STEP_COLORS))
+    fig = go.Figure(category_heatmap(cells, text, hover, x, list(rows), STEP_COLORS, STEP_MARKS))
     fig.update_xaxes(side="top", title_text="draft position (+1 = emitted correction or bonus)", showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
     title = f"Round {t + 1} of {len(trace.rounds)} · step {stage + 1}/{len(STAGES)}: {STAGES[stage]}"

@@ -1,8 +1,11 @@
-"""The metrics table shown in the app: dropmatch.metrics values of each run, formatted, with every definition."""
+"""The app's tables: the metrics of each run (dropmatch.metrics values, formatted, with every definition), and the HTML
+tables of the Analysis tab, headed in plain words with each column's definition one hover or tap away."""
 
 from __future__ import annotations
 
+import html
 import math
+from collections.abc import Callable, Collection
 
 import pandas as pd
 
@@ -71,3 +74,38 @@ def metrics_frame(
         row["definition"] = FROM_ONE.get(key, DEFINITIONS[key])
         rows.append(row)
     return pd.DataFrame(rows, columns=["metric", *traces, "definition"])
+
+
+def _cell(value) -> str:
+    """A table cell's text: floats to 3 significant digits, yes / no, empty where missing."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None or (not isinstance(value, (str, list, tuple, dict)) and pd.isna(value)):
+        return ""
+    return html.escape(f"{value:.3g}" if isinstance(value, float) else str(value))
+
+
+def word_table(
+    df: pd.DataFrame,
+    about: Callable[[str], str | None],
+    words: Callable[[str], str] = str,
+    wide: Collection[str] = (),
+    stack: bool = False,
+) -> str:
+    """An HTML table headed in plain words (`words` of each column's name), whose header titles keep the column's name
+    and definition (`about`): the definition is one hover away, and on a phone one tap (the page's script shows it).
+    Every cell carries its header as data-label; the `wide` columns are marked for a wide page only (class dm-wide);
+    `stack`: on a phone each row becomes a card of labelled lines, its first and last columns on top."""
+    head = ""
+    for column in df.columns:
+        name, shown = str(column), words(str(column))
+        title = ": ".join(filter(None, [name if shown != name else "", about(name)]))  # the table's own name first
+        attrs = (f' title="{html.escape(title)}"' if title else "") + (" class=dm-wide" if name in wide else "")
+        head += f"<th{attrs}>{html.escape(shown)}</th>"
+    labels = [
+        f' data-label="{html.escape(words(str(c)))}"' + (" class=dm-wide" if str(c) in wide else "") for c in df.columns
+    ]
+    rows = ("".join(f"<td{a}>{_cell(v)}</td>" for a, v in zip(labels, row)) for row in df.itertuples(index=False))
+    body = "".join(f"<tr>{cells}</tr>" for cells in rows)
+    kind = "dm-table dm-stack" if stack else "dm-table"
+    return f'<div class=scroll><table class="{kind}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'

@@ -75,7 +75,11 @@ ACCEPT_COLOR = "#16a34a"
 REJECT_COLOR = "#dc2626"
 NEUTRAL_COLOR = "#f1f5f9"
 PROB_SCALE = "Blues"
-FONT = "Inter, system-ui, -apple-system, Segoe UI, sans-serif"
+# The system's own fonts, for the page and the figures: nothing to download (a Space should not depend on a font host,
+# and a bundled web font can lack glyphs). Generic names (system-ui, ui-monospace) stay unquoted, as CSS reads them.
+SANS = ("system-ui", "-apple-system", "'Segoe UI'", "Roboto", "'Helvetica Neue'", "'Noto Sans'", "Arial", "sans-serif")
+MONO = ("ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "'Liberation Mono'", "'DejaVu Sans Mono'", "monospace")
+FONT = ", ".join(SANS)
 
 
 # A letter after each token that was not an exact match: colour is never the only cue (and the legend shows them).
@@ -94,6 +98,8 @@ REASON_MARKS = {
     "correction": "c",
     "bonus": "+",
 }
+# The maps' cells carry the same letters, and a mark for a rejected and a skipped draft (an exact match has none).
+CELL_MARKS = {**REASON_MARKS, "rejected": "✗", "skipped": "○"}
 
 
 def rgb(hex_color: str) -> str:
@@ -101,18 +107,45 @@ def rgb(hex_color: str) -> str:
     return ", ".join(str(int(hex_color[i : i + 2], 16)) for i in (1, 3, 5))
 
 
+def luminance(hex_color: str) -> float:
+    """WCAG 2 relative luminance of "#aabbcc"."""
+    channels = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two colours, 1 to 21 (AA asks 4.5 for text)."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def ink(background: str) -> str:
+    """Black or white, whichever reads better on `background`."""
+    return max(("#000000", "#ffffff"), key=lambda c: contrast(c, background))
+
+
 def token_marks_css() -> str:
-    """CSS that puts each reason's letter after the output tokens of its colour (Gradio writes the colour as
-    rgba(r, g, b, alpha) in the token's style)."""
-    rules = [
-        f'.dm-output .token[style*="({rgb(REASON_COLORS[r])},"]::after {{ content: "{m}"; }}'
-        for r, m in REASON_MARKS.items()
-    ]
+    """CSS of the coloured output tokens: each reason's letter after the tokens of its colour (Gradio writes the colour
+    as rgba(r, g, b, alpha) in the token's style), and text that keeps AA contrast. Gradio draws the colour at half
+    opacity with black text, which a light page keeps readable; on a dark page the tokens take their full colour and
+    the ink that reads on it, and the divergence mark is white on its near-black swatch everywhere."""
+
+    def token(color: str) -> str:
+        return f'.dm-output .token[style*="({rgb(color)},"]'
+
+    def full(color: str, scheme: str = "") -> str:  # the colour at full strength, and its ink
+        at = f"{scheme}{token(color)}"
+        return f"{at} {{ background: {color} !important; }} {at}, {at} .text {{ color: {ink(color)} !important; }}"
+
+    rules = [f'{token(REASON_COLORS[r])}::after {{ content: "{m}"; }}' for r, m in REASON_MARKS.items()]
     base = (
         ".dm-output .token::after { font-size: 0.65em; vertical-align: super; margin-left: 1px; "
-        "color: var(--body-text-color); font-family: system-ui, sans-serif; }"
+        "color: inherit; font-family: system-ui, sans-serif; }"
     )
-    return "\n".join([base, *rules])
+    dark = [full(c, ".dark ") for c in dict.fromkeys(text_color_map().values())]
+    divergence = full(DIVERGENCE_COLOR)
+    return "\n".join([base, *rules, *dark, divergence])
 
 
 def text_color_map() -> dict[str, str]:
@@ -186,12 +219,20 @@ def message_figure(message: str, title: str = "", height: int = 260) -> go.Figur
     return style(fig, title, height)
 
 
-def category_heatmap(cells, text, hover, x, y, categories: dict[str, str]) -> go.Heatmap:
+def category_heatmap(
+    cells, text, hover, x, y, categories: dict[str, str], marks: dict[str, str] | None = None
+) -> go.Heatmap:
     """A heatmap whose cells are categories (None = empty) on one discrete colour scale.
 
     cells: rows of category names; categories: name -> colour, in a fixed order shared by every figure
-    that uses it, so a category always gets the same colour.
+    that uses it, so a category always gets the same colour; marks: category -> a mark written after the cell's text,
+    so the category reads without its colour.
     """
+    if marks:
+        text = [
+            [(f"{t} " if t else "") + f"<sup>{marks[c]}</sup>" if c in marks else t for t, c in zip(trow, crow)]
+            for trow, crow in zip(text, cells)
+        ]
     names = list(categories)
     n = len(names)
     z = [[None if c is None else names.index(c) for c in row] for row in cells]
@@ -216,14 +257,17 @@ def category_heatmap(cells, text, hover, x, y, categories: dict[str, str]) -> go
     )
 
 
-def legend_traces(categories: dict[str, str], labels: dict[str, str]) -> list[go.Scatter]:
-    """Invisible points that give a categorical heatmap a legend."""
+def legend_traces(
+    categories: dict[str, str], labels: dict[str, str], marks: dict[str, str] | None = None
+) -> list[go.Scatter]:
+    """Invisible points that give a categorical heatmap a legend (each entry with its cells' mark, if any)."""
+    marks = marks or {}
     return [
         go.Scatter(
             x=[None],
             y=[None],
             mode="markers",
-            name=labels.get(name, name),
+            name=labels.get(name, name) + (f" ({marks[name]})" if name in marks else ""),
             showlegend=True,
             marker={"symbol": "square", "size": 12, "color": color, "line": {"width": 1, "color": "#9ca3af"}},
         )

@@ -1,21 +1,121 @@
-"""The verdict's figures: pass@1 against tau, one curve per rule, with the band of the field's bar shaded around
-lossless; and where each rule's relaxations fall by token kind (rules x token classes).
+"""The verdict's figures and tables: pass@1 against tau, one curve per rule, with the band of the field's bar shaded
+around lossless; where each rule's relaxations fall by token kind (rules x token classes); and the paired tables as
+the app shows them, headed in plain words.
 
-Pure functions from a sweep's tidy table (or the token-kind table built from it) to plotly figures; no model.
+Pure functions from a sweep's tidy table (or the token-kind table built from it) to plotly figures and HTML; no model.
 """
 
 from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from dropmatch.token_kinds import LABELS
 from dropmatch.tradeoff import setting_points
-from dropmatch.verdict import against_lossless, problems_note, within_bar_band
+from dropmatch.verdict import (
+    against_lossless,
+    at_anchors,
+    complete,
+    headline,
+    problems_note,
+    rule_pairs,
+    within_bar_band,
+)
 from viz.sweep import rule_color
+from viz.tables import word_table
 from viz.theme import METHOD_COLORS, message_figure, style
 
 HEIGHT = 480
+# The verdict tables' columns in plain words; each header's title keeps the column's name (as in the CSV and the
+# report) and its definition. WIDE: the columns a phone leaves out (the rest keep a row on one line there).
+WORDS = {
+    "settings": "settings run",
+    "best_tau_within_bar": "best τ within the bar",
+    "knob_name": "knob name",
+    "tau": "τ",
+    "score": "pass@1",
+    "score_lossless": "lossless pass@1",
+    "score_diff": "pass@1 change",
+    "diff_low": "95% interval: low",
+    "diff_high": "95% interval: high",
+    "mcnemar_p": "p (McNemar)",
+    "within_bar": "within the bar",
+    "length_ratio": "length ratio λ",
+    "capped": "hit the length cap",
+    "loop": "loops",
+    "relaxed_cost_mean": "nats per relaxed acceptance",
+    "rule_a": "rule A",
+    "knob_a": "A's knob",
+    "tau_a": "A's τ",
+    "rule_b": "rule B",
+    "knob_b": "B's knob",
+    "tau_b": "B's τ",
+    "score_a": "A's pass@1",
+    "score_b": "B's pass@1",
+    "a_only": "solved by A only",
+    "b_only": "solved by B only",
+    "basis": "how it was read",
+}
+PATTERNS = {  # columns named by a p_drop: "score_at_p0.3"
+    "score_at_p": "pass@1 at DropMatch's τ, p_drop {}",
+    "tau_at_p": "DropMatch's τ at p_drop {}",
+    "basis_p": "how it was read, p_drop {}",
+}
+WIDE = {"family", "settings", "knob_name", "score_lossless", "problems", "pairs", "length_ratio", "capped", "loop"}
+WIDE |= {"ties", "relaxed_cost_mean", "basis"}
+WIDE_PREFIXES = ("tau_at_p", "basis_p")  # DropMatch's tau (the same in every row) and how each score was read
+
+
+def plain(column: str) -> str:
+    """A verdict column's header in plain words (its own name where that is a word already)."""
+    found = re.fullmatch(r"(score_at_p|tau_at_p|basis_p)(.+)", column)
+    return PATTERNS[found[1]].format(found[2]) if found else WORDS.get(column, column)
+
+
+def _table(df: pd.DataFrame, about: Callable[[str], str | None]) -> str:
+    wide = {c for c in df.columns if c in WIDE or c.startswith(WIDE_PREFIXES)}
+    return word_table(df, about, plain, wide)
+
+
+def _fold(summary: str, body: str) -> str:
+    """A part the page opens where it is wide and leaves folded on a phone (the page's script decides)."""
+    return f"<details class=dm-fold open><summary>{html.escape(summary)}</summary>{body}</details>"
+
+
+def verdict_tables(
+    part: pd.DataFrame, about: Callable[[str], str | None], note: str, anchors: list[dict] | None = None
+) -> tuple[str, pd.DataFrame]:
+    """The verdict's tables as the app shows them (`dropmatch.lab.report.verdict_html`'s, in plain words) and the rows
+    they judge (the whole settings); ("", empty) where nothing is scored beside lossless. In view: the note (`note`,
+    with the bar in {bar}), the headline and DropMatch at the calibration's anchors; folded on a phone: every setting
+    against lossless and rule against rule at DropMatch's taus. `about`: a column's definition."""
+    whole, partial = complete(part)
+    table = against_lossless(whole)
+    if table.empty:
+        return "", whole.iloc[0:0]
+    n = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
+    out = [f"<p class=note>{html.escape(note.format(bar=problems_note(n)))}</p>"]
+    if len(partial):
+        busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r.of})" for r in partial.itertuples())
+        out.append(f"<p class=note>Still being recorded, left out here: {html.escape(busy)}.</p>")
+    head = headline(whole)
+    out.append(_table(head, about))
+    at = at_anchors(whole, anchors or [])
+    if len(at):
+        out.append("<h4>DropMatch at the calibration's anchors</h4>" + _table(at, about))
+    out.append(_fold(f"Every setting against lossless ({len(table)} settings)", _table(table, about)))
+    for column in [c for c in head.columns if c.startswith("tau_at_p")]:
+        tau = float(head[column].iloc[0])
+        pairs = rule_pairs(whole, tau)
+        if len(pairs):
+            label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
+            summary = f"Rule against rule at DropMatch's tau ({label}; each rule's nearest setting): {len(pairs)} pairs"
+            out.append(_fold(summary, _table(pairs, about)))
+    return "".join(out), whole
 
 
 def score_curves(df: pd.DataFrame) -> go.Figure:
