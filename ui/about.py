@@ -7,10 +7,12 @@ import gradio as gr
 import viz
 from ui.common import PAPER
 
+# One plain sentence of what the page shows, then the paper: the two outputs follow right below it.
 HEADER = (
-    f"# DropMatch Explorer\nWhy every draft token was accepted or rejected: DropMatch "
-    f"([arXiv 2603.03333]({PAPER})) or one of its relatives beside lossless speculative decoding, same draft, "
-    "same seed."
+    "# DropMatch Explorer\nA small draft model proposes tokens and a large target model checks them. Below, one "
+    "prompt decoded twice: DropMatch also keeps a draft token that noisy copies of the target's last layer find "
+    "plausible, lossless decoding keeps only what the target would write; each colour says why a token was kept "
+    f"([the paper]({PAPER}))."
 )
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 

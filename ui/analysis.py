@@ -4,6 +4,7 @@ and a small live sweep whose results replace the view."""
 from __future__ import annotations
 
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 import gradio as gr
@@ -12,10 +13,21 @@ import pandas as pd
 from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe
-from dropmatch.lab.live import LIVE_LIMITS, SUITES, finish, plan, run_live, runner_for, write_table
+from dropmatch.lab.live import (
+    LIVE_LIMITS,
+    SUITES,
+    decode_cells,
+    finish,
+    plan,
+    run_live,
+    scored,
+    todo,
+    write_table,
+)
 from dropmatch.lab.relaxations import kinds_table
-from dropmatch.lab.report import table_html, verdict_html
+from dropmatch.lab.report import VERDICT_NOTE, definition, table_html
 from dropmatch.lab.sweep import load_sweep
+from dropmatch.models import check_heads
 from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import MEASURES, matched_table
 from dropmatch.verdict import judged
@@ -25,20 +37,27 @@ from ui.common import (
     PAIR_INFO,
     PAIRS,
     ROOT,
+    STOPS,
     Parts,
     UserError,
     bind,
     default_pair,
     gpu,
+    gpu_duration,
+    gpu_request_note,
     model_pair,
     parts,
     pick,
+    session_of,
     updates,
     user_errors,
+    zero_gpu,
+    zero_gpu_factor,
 )
 from viz.calibration import dims_figure, size_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
-from viz.verdict import kinds_heatmap, score_curves
+from viz.tables import word_table
+from viz.verdict import kinds_heatmap, score_curves, verdict_tables
 
 # The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, and the
 # verdict (every rule as a curve on all of HumanEval, recorded in parts), and the verdict sampled at T 0.7.
@@ -115,12 +134,12 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     figures = {name: FIGURES[name](df) if name in shown else None for name in FIGURES}
     figures["tradeoff"] = tradeoff(df, measure) if measure else None
     matched = matched_table(df) if measures else pd.DataFrame()
-    cal = calibration(f"recorded/{df['suite'].iloc[0]}") if len(df) else None
+    anchors = (calibration(f"recorded/{df['suite'].iloc[0]}") or {}).get("anchors") if len(df) else None
     scored = len(df) and df["score"].notna().any()
-    verdict, whole = verdict_html(full, (cal or {}).get("anchors")) if scored else ("", None)
+    verdict, whole = verdict_tables(full, definition, VERDICT_NOTE, anchors) if scored else ("", None)
     kinds = kinds_table(df) if len(df) else pd.DataFrame()
     return {
-        "compare": table_html(paper_comparison(df)) if len(df) else "",
+        "compare": word_table(paper_comparison(df), definition, stack=True) if len(df) else "",
         **figures,
         "matched": table_html(matched) if len(matched) else "",
         "measure": {"choices": [(MEASURES[m].label, m) for m in measures], "value": measure, "visible": bool(measures)},
@@ -188,17 +207,36 @@ def calibration_views(choice: str) -> tuple:
     return gr.Plot(unanimity_curve(cal), visible=True), gr.Plot(dims_figure(cal), visible=True)
 
 
-@gpu(duration=300)
-def cells(p, pair: str, folder: Path):
-    """Load the pair (the one Explore runs: the app's draft, so a loaded pair is reused) and run the plan's cells in
-    `folder`: (finished, total, row) after each."""
+def sweep_seconds(p, pair: str, due: list) -> int:
+    """The GPU time a live sweep asks ZeroGPU for (`decode_sweep`'s duration; ZeroGPU calls it with decode_sweep's
+    arguments and checks the visitor's quota against it), from its plan: every cell's new tokens and its prompt's
+    prefill (common.gpu_duration), 44 s at the tab's starting plan (3 prompts x 4 settings x 32 tokens)."""
+    return gpu_duration(p.tokens, p.prompt_chars)
+
+
+@gpu(duration=sweep_seconds)
+def decode_sweep(p, pair: str, due: list):
+    """The GPU function: load the pair (the one Explore runs: the app's draft, so a loaded pair is reused), check its
+    heads (once per process: on ZeroGPU, once per worker, on the GPU), then decode and measure the cells `due`,
+    yielding (cell key, row) after each; nothing is scored here."""
     models = model_pair(pair, p.run["draft_quant"])
+    with user_errors(f"Cannot decode with the {pair} pair: "):
+        check_heads(models)
     with user_errors():
-        yield from run_live(p, folder, runner_for(p, models))
+        yield from decode_cells(p, models, due)
 
 
-def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair):
-    """A small one-factor sweep on the chosen pair, within LIVE_LIMITS, shown after every cell."""
+def cells(p, pair: str, folder: Path):
+    """Run the plan's cells in `folder`, decoded in the GPU function and scored here as each arrives (a HumanEval
+    cell's tests are CPU work: off the GPU's clock): (finished, total, row) after each. Stopping stops the GPU
+    function too."""
+    with user_errors(), closing(decode_sweep(p, pair, todo(p, folder))) as decoded:
+        yield from run_live(p, folder, scored(p, decoded))
+
+
+def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair, session: str | None = None):
+    """A small one-factor sweep on the chosen pair, within LIVE_LIMITS, shown after every cell; the session's Stop
+    ends it after the cell in progress, with the report of the cells done."""
     target, draft = PAIRS.get(pair, ("", "")) if isinstance(pair, str) else ("", "")
     with user_errors():
         p = plan(
@@ -209,17 +247,45 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair):
             max_new_tokens,
             {"dtype": "bfloat16", "target_id": target, "draft_id": draft, "draft_quant": DEFAULTS["draft_quant"]},
         )
+    STOPS.clear(session)
+    asks = f" · {gpu_request_note(sweep_seconds(p, pair, []), zero_gpu_factor(), 'this sweep')}" if zero_gpu() else ""
     # the recorded-sweep choice is cleared: picking a suite again brings the recorded sweep back
-    yield updates(a, {"note": f"**Live sweep** · {p.describe()} · loading the model pair…", "suite": None})
+    yield updates(a, {"note": f"**Live sweep** · {p.describe()} · loading the model pair…{asks}", "suite": None})
     folder = Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
     source = [str(folder), p.suite]
-    for done, total, row in cells(p, pair, folder):
-        df, table = write_table(folder)
-        note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
-        yield sweep_views(a, df, note, [str(table)], source)
+    said = f"**Live sweep done** · {p.describe()} · {suite}."
+    try:
+        with closing(cells(p, pair, folder)) as done_so_far:
+            for done, total, row in done_so_far:
+                if session in STOPS:
+                    said = f"**Live sweep stopped** after {done} of {total} cells · {p.describe()} · {suite}."
+                    break
+                df, table = write_table(folder)
+                note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
+                yield sweep_views(a, df, note, [str(table)], source)
+    finally:
+        STOPS.clear(session)
     df, files = finish(folder)
-    note = f"**Live sweep done** · {p.describe()} · {suite}. Download the report and the per-prompt table below."
-    yield sweep_views(a, df, note, [str(path) for path in files], source)
+    yield sweep_views(
+        a, df, f"{said} Download the report and the per-prompt table below.", [str(f) for f in files], source
+    )
+
+
+def sweep_handler(a: Parts):
+    """/sweep's handler: `live_sweep` with the visitor's session (Gradio passes a gr.Request to one typed so)."""
+
+    def sweep(suite, prompts, factor, values, max_new_tokens, pair, request: gr.Request):
+        yield from live_sweep(a, suite, prompts, factor, values, max_new_tokens, pair, session_of(request))
+
+    sweep.__doc__ = live_sweep.__doc__
+    return sweep
+
+
+def stop_sweep(request: gr.Request) -> None:
+    """The tab's Stop: marks the session, so its live sweep ends after the cell in progress (nothing is cancelled
+    under the page)."""
+    STOPS.mark(session_of(request))
+    gr.Info("Stopping after the cell in progress: the report will hold the cells done.")
 
 
 # ---- layout and events --------------------------------------------------------------------------
@@ -361,17 +427,18 @@ def layout() -> Parts:
 
 
 def wire(a: Parts) -> None:
-    """The tab's events: /open_sweep (a recorded suite), /sweep (a live sweep, streamed; Stop cancels it), the
+    """The tab's events: /open_sweep (a recorded suite), /sweep (a live sweep, streamed; Stop ends it), the
     trade-off measure, and the calibration of the suite shown."""
     a["suite"].input(bind(open_recorded_sweep, a), a["suite"], pick(a, SWEEP_WIRING), api_name="open_sweep")
     a["suite"].input(calibration_views, a["suite"], pick(a, ("unanimity", "dims")), api_visibility="private")
     a["measure"].input(redraw_tradeoff, pick(a, ("source", "measure")), a["tradeoff"], api_visibility="private")
-    sweep = a["run"].click(
-        bind(live_sweep, a),
+    a["run"].click(
+        sweep_handler(a),
         pick(a, LIVE_INPUTS),
         pick(a, LIVE_WIRING),
         api_name="sweep",
         concurrency_id="model",
         preprocess=False,
     )  # raw inputs: the plan checks them
-    a["stop"].click(None, None, None, cancels=[sweep])
+    # Stop marks the session (no queue: at once); the sweep ends itself after its cell in progress
+    a["stop"].click(stop_sweep, None, None, api_visibility="private", queue=False)

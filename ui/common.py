@@ -4,8 +4,10 @@ the log), the pair loader, ZeroGPU, named parts."""
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import socket
+import threading
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,6 +23,7 @@ from huggingface_hub import constants, try_to_load_from_cache
 
 from dropmatch import embedded
 from dropmatch.config import (
+    DRAFT_QUANTS,
     MODES,
     PAPER_SETTING,
     SETTINGS,
@@ -108,7 +111,7 @@ def bind(fn, *parts_first):
 
 def gpu(fn=None, *, duration=120):
     """Request a ZeroGPU slot for `fn` where the `spaces` package exists; unchanged elsewhere. `duration`: seconds,
-    or a function of `fn`'s arguments that gives them (ZeroGPU calls it with the same arguments)."""
+    or a function of `fn`'s arguments that gives them (ZeroGPU calls it with the same arguments, before each call)."""
     if fn is None:
         return lambda f: gpu(f, duration=duration)
     return spaces.GPU(duration=duration)(fn) if spaces is not None else fn
@@ -123,6 +126,90 @@ def zero_gpu() -> bool:
     if config is not None:
         return bool(config.zero_gpu)
     return os.getenv("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")
+
+
+# The GPU time a request asks ZeroGPU for (gpu_duration), from what it costs on ZeroGPU's reference GPU, an H200 slice
+# (ZeroGPU scales every request by its GPU's factor: zero_gpu_factor). A visitor's daily quota must hold the request
+# scaled (about 120 s without an account), so a run stays well under it. Estimates, until `python -m
+# dropmatch.lab.gpucheck` (side_by_side: both runs' seconds a token, a round a token on random weights) measures them:
+# - GPU_S_PER_TOKEN, per new token of each run: a round of the bf16 pair in eager PyTorch (gamma 5 steps of the 0.5B
+#   draft, one forward of the 1.5B target, K dropout paths and the criteria on its head) takes tens of milliseconds,
+#   bound by kernel launches, under 80; it emits at least one token, 2 to 6 in the recorded examples (tau). So 0.08 s
+#   covers a run whose every round emits one token, and twice the typical cost.
+# - GPU_S_PER_CHAR, per prompt character: each run prefills the prompt in both models, at most APP_RUN_TOKENS tokens
+#   (well under a second on the GPU); 4 s at APP_PROMPT_CHARS, with room for the tokenizer and the chat template.
+# - GPU_S_START: ZeroGPU forks a worker (or reuses an idle one) and moves the pair onto the GPU (about 4 GB in bf16),
+#   CUDA runs its first kernels, and the heads are checked there.
+GPU_S_START, GPU_S_PER_TOKEN, GPU_S_PER_CHAR = 10, 0.08, 0.001
+ANONYMOUS_QUOTA_S = 120  # a visitor without a Hugging Face account: about 2 minutes of ZeroGPU a day
+
+
+def gpu_duration(tokens: int, chars: int) -> int:
+    """Whole seconds of GPU to ask ZeroGPU for: the start, `tokens` new tokens to decode and `chars` prompt characters
+    to prefill (GPU_S_*), rounded up."""
+    return math.ceil(GPU_S_START + tokens * GPU_S_PER_TOKEN + chars * GPU_S_PER_CHAR)
+
+
+def zero_gpu_factor() -> float:
+    """How ZeroGPU scales the seconds a GPU function asks for on the GPU this Space runs on: the `spaces` package's
+    `duration_factor`: 1.5 on the RTX Pro 6000 half of which a default slot gets, 1 on an H200 slice. It scales both
+    the time the slot lasts and the request checked against the visitor's quota; 1 off ZeroGPU."""
+    if not zero_gpu():
+        return 1.0
+    try:
+        from spaces.zero.config import get_config
+    except ImportError:
+        return 1.0
+    return float(get_config().get("duration_factor", 1.0))
+
+
+def gpu_request_note(seconds: int, factor: float = 1.0, what: str = "a run") -> str:
+    """The page's line on the GPU time a request asks a ZeroGPU Space for: `seconds` (what its GPU function asks,
+    e.g. runs.gpu_seconds) times the GPU's `factor` (zero_gpu_factor), rounded as ZeroGPU rounds it."""
+    return (
+        f"On this Space {what} asks ZeroGPU for {round(seconds * factor)} s of GPU time; ZeroGPU refuses a request "
+        f"larger than what is left of the visitor's daily quota (about {ANONYMOUS_QUOTA_S} s without a Hugging Face "
+        "account)."
+    )
+
+
+def draft_quant_choices() -> list[str]:
+    """The draft weights the page offers (DRAFT_QUANTS); on ZeroGPU only the draft loaded as the app starts (the app's
+    default): another would load inside the GPU slot, on the visitor's quota, in a worker that forgets it."""
+    return [DEFAULTS["draft_quant"]] if zero_gpu() else list(DRAFT_QUANTS)
+
+
+class Stops:
+    """The sessions whose Stop was pressed while their run (Explore's run, or a live sweep) streams. Stop only marks
+    its session here; the run itself ends at its next round (or cell), showing what it did, and finishes as a run that
+    is done does. (Gradio's own `cancels`
+    left the page with the cancelled run still pending for a second or more after "Stopped" showed, and a Run pressed
+    then was dropped, or ran into a late "Error".) A run clears its session's mark as it starts and as it ends, so
+    nothing of one run is left for the next."""
+
+    def __init__(self):
+        self._marked: set[str] = set()
+        self._lock = threading.Lock()
+
+    def mark(self, session: str | None) -> None:
+        with self._lock:
+            self._marked.add(session)
+
+    def clear(self, session: str | None) -> None:
+        with self._lock:
+            self._marked.discard(session)
+
+    def __contains__(self, session: str | None) -> bool:
+        with self._lock:
+            return session in self._marked
+
+
+STOPS = Stops()
+
+
+def session_of(request: gr.Request | None) -> str | None:
+    """The visitor's session (one page, or one API client); None where a handler is called directly."""
+    return getattr(request, "session_hash", None) if request is not None else None
 
 
 @contextmanager
@@ -181,7 +268,9 @@ def configs(settings: Mapping[str, Any]) -> dict[str, DecodeConfig]:
         raise UserError(f"{rule.title} ({raw['criterion']}) takes no knob; leave the knob empty (a relative's setting)")
     with user_errors():
         relaxed = DecodeConfig.from_settings(limits=APP_LIMITS, evidence=True, **raw)
-        return {RUNS[0]: relaxed, RUNS[1]: replace(relaxed, method="lossless", knob=None)}
+        # the lossless side in OR mode whatever the first side's: "replace" drops the lossless test, which is all
+        # lossless decoding has (its records then had no accepting rule, and the run stopped on an internal error)
+        return {RUNS[0]: relaxed, RUNS[1]: replace(relaxed, method="lossless", knob=None, mode=MODES[0])}
 
 
 def takes_settings(fn):
@@ -257,8 +346,9 @@ def check_pair(pair) -> str:
 
 
 def model_pair(pair: str, draft_quant: str = "none"):
-    """The cached pair in bfloat16 (on CUDA where present), its draft as `draft_quant`; every failure is a clear
-    gr.Error."""
+    """The cached pair in bfloat16 (on CUDA where present), its draft as `draft_quant`; a bad request or a pair that
+    cannot load is a clear gr.Error. On ZeroGPU its heads are not checked here, where CUDA is only emulated on the CPU
+    (the GPU functions check them, on the GPU), and only the draft loaded as the app starts is served."""
     check_pair(pair)
     if pair == "hub" and not hub_ready():
         other = " Use the embedded pair." if embedded.available() else ""
@@ -266,7 +356,60 @@ def model_pair(pair: str, draft_quant: str = "none"):
             f"The hub pair needs huggingface.co (or its files in the local cache), which this machine "
             f"cannot reach.{other}"
         )
+    if zero_gpu() and draft_quant not in draft_quant_choices():
+        raise UserError(
+            f"This ZeroGPU Space serves the draft it loaded as it started ({DEFAULTS['draft_quant']}); the "
+            f"{draft_quant} draft would load inside the GPU slot, on your quota."
+        )
     try:
-        return load_pair(*PAIRS[pair], dtype="bfloat16", device=default_device(), draft_quant=draft_quant)
+        models = load_pair(
+            *PAIRS[pair], dtype="bfloat16", device=default_device(), draft_quant=draft_quant, check=not zero_gpu()
+        )
     except (ValueError, OSError) as err:
         raise UserError(f"Cannot load the {pair} pair: {err}") from None
+    if (pair, draft_quant) == (default_pair(), DEFAULTS["draft_quant"]):
+        _START_FAILURE.clear()  # loaded now: what kept it from loading as the app started is past
+    return models
+
+
+_START_FAILURE: list[str] = []  # why the default pair did not load as the app started, while it stays unloaded
+
+
+def start_failed(pair: str, reason: str) -> None:
+    """Keep why the default pair did not load as the app started (app.load_default), for the page to say."""
+    _START_FAILURE[:] = [f"The {pair} pair did not load as the app started: {reason}"]
+
+
+def start_failure() -> str | None:
+    """Why the default pair did not load as the app started, as a sentence for the page; None once it has loaded (or
+    while it loads, or where nothing failed)."""
+    return _START_FAILURE[0] if _START_FAILURE else None
+
+
+def is_files(value) -> bool:
+    """A file input's value as Gradio's client and page send it: none, a file ({"path": ...}), or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    return value is None or all(isinstance(v, dict) and isinstance(v.get("path"), str) for v in items)
+
+
+def strict_inputs(demo: gr.Blocks) -> gr.Blocks:
+    """Refuse what Gradio 6.31 drops without a word or refuses without saying why: `Blocks.validate_inputs` checks an
+    event for too few input values only and drops extra positional ones, and a file input's value that is not a file
+    fails its data model with a bare HTTP 400 before the event's validator can say why. Too many values is a gr.Error
+    naming how many the endpoint takes; a value that is not a file reaches the validator as no file, which refuses it
+    with its message. (It wraps a Gradio method on this demo: check it again when Gradio is upgraded;
+    tests/ui/test_hostile.py does.)"""
+    check = demo.validate_inputs
+
+    def validate_inputs(block_fn, inputs: list) -> None:
+        if len(inputs) > len(block_fn.inputs) and not block_fn.is_validator_function:
+            name = f"/{block_fn.api_name}" if block_fn.api_name else "This event"
+            most = len(block_fn.inputs)
+            raise UserError(f"{name} takes at most {most} argument{'s' * (most != 1)}; got {len(inputs)}")
+        for i, block in enumerate(block_fn.inputs[: len(inputs)]):
+            if isinstance(block, gr.File) and not is_files(inputs[i]):
+                inputs[i] = None
+        check(block_fn, inputs)
+
+    demo.validate_inputs = validate_inputs
+    return demo

@@ -98,9 +98,36 @@ def recolour(v: Parts, traces: dict, rule: str, knob, selected) -> dict:
     return {**maps(v, traces, rule, knob), v["rules"]: rules.rules_html(trace, rec, knobs(rule, knob))}
 
 
+def check_knob(traces: dict, rule: str, knob, selected) -> list[dict]:
+    """The recolouring's validator: a knob the rule cannot take is refused under the knob box, and the maps and the
+    panel stay as they were (no error over valid figures)."""
+    try:
+        knobs(rule, knob)
+    except UserError as err:
+        return [gr.validate(True, ""), gr.validate(True, ""), gr.validate(False, err.message), gr.validate(True, "")]
+    return [gr.validate(True, "")] * 4
+
+
+def new_rule(v: Parts, traces: dict, rule: str, selected) -> dict:
+    """Another rule picked: it colours the maps at its default knob, and the knob box empties (a value typed for one
+    rule is no value of the next one's)."""
+    return {**recolour(v, traces, rule, None, selected), v["rule_knob"]: ""}
+
+
 def wire(v: Parts) -> None:
-    """Recolour on a change of rule or knob (the panel follows)."""
-    inputs = pick(v, ("traces", "recolour", "rule_knob", "selected"))
+    """Recolour on a change of rule (at its default knob) or of the knob (checked first; the panel follows)."""
     outputs = pick(v, (*(f"map_{n}" for n in RUNS), "rules"))
-    for name in ("recolour", "rule_knob"):
-        v[name].change(bind(recolour, v), inputs, outputs, api_visibility="private")
+    v["recolour"].change(
+        bind(new_rule, v),
+        pick(v, ("traces", "recolour", "selected")),
+        [*outputs, v["rule_knob"]],
+        api_visibility="private",
+    )
+    v["rule_knob"].change(
+        bind(recolour, v),
+        pick(v, ("traces", "recolour", "rule_knob", "selected")),
+        outputs,
+        api_visibility="private",
+        validator=check_knob,
+        show_progress_on=v["rule_knob"],  # a refused knob is said under its box; the maps are not marked
+    )

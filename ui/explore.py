@@ -5,11 +5,12 @@ from __future__ import annotations
 import html
 import json
 import time
+from contextlib import closing
 
 import gradio as gr
 
 import viz
-from dropmatch.config import DRAFT_QUANTS, MODES, RANGES, SETTINGS, bound, check_setting
+from dropmatch.config import MODES, RANGES, SETTINGS, bound, check_setting
 from dropmatch.criteria import RULES
 from dropmatch.decode import cpu_name
 from dropmatch.metrics import compute
@@ -23,6 +24,7 @@ from ui.common import (
     PAIR_CHOICES,
     PAIR_INFO,
     PAIRS,
+    STOPS,
     Parts,
     UserError,
     bind,
@@ -31,14 +33,22 @@ from ui.common import (
     check_prompt,
     configs,
     default_pair,
+    draft_quant_choices,
+    gpu_request_note,
     parts,
     pick,
+    session_of,
+    start_failure,
     takes_settings,
     updates,
+    zero_gpu,
+    zero_gpu_factor,
 )
 from viz.summary import RUNS, display_name, divergence, measure, run_names, status_line
 
 CLICK = "Click a token of either output to inspect it."
+# Below the status line: the way to the prompt and the settings, one tap (they sit below the answer).
+CHANGE = "[Change the prompt or the settings ↓](#controls) · tap a token to see why it got its colour"
 RUN_INPUTS = ("prompt", "chat", "pair", *SETTINGS)
 STATES = ("traces", "step_pos")  # session state: not sent to API clients
 # What /run, /open_files and /open_recorded update, in their order; RUN_OUTPUTS is what a client receives.
@@ -105,7 +115,7 @@ def _settings() -> dict:
         c["seed"] = gr.Number(value=DEFAULTS["seed"], precision=0, minimum=seeds.lo, maximum=seeds.hi, label="seed")
     with gr.Accordion("Engine", open=False):
         c["draft_quant"] = gr.Radio(
-            list(DRAFT_QUANTS),
+            draft_quant_choices(),  # on ZeroGPU only the draft loaded at start
             value=DEFAULTS["draft_quant"],
             label="draft weights",
             info="int8 / int4: the draft's linear layers in 8 or 4 bits (faster on a CPU; int4 on a CPU only; the "
@@ -117,7 +127,7 @@ def _settings() -> dict:
 def _controls() -> dict:
     """Prompt, examples, model pair, the buttons and the decoding settings."""
     c = {}
-    with gr.Row(equal_height=False):
+    with gr.Row(equal_height=False, elem_id="controls"):
         with gr.Column(scale=3):
             c["prompt"] = gr.Textbox(
                 label="Prompt",
@@ -140,14 +150,23 @@ def _controls() -> dict:
                 c["run"] = gr.Button("▶ Run", variant="primary", elem_id="run-btn")
                 c["stop"] = gr.Button("■ Stop", variant="stop", elem_id="stop-btn", interactive=False)
                 c["recorded"] = gr.Button("Open recorded example", elem_id="recorded-btn")
+            if zero_gpu():  # what a run asks of the visitor's daily GPU quota, before it is pressed
+                at_start = runs.gpu_seconds(default_pair(), "", configs(DEFAULTS), True)
+                gr.Markdown(
+                    f"{gpu_request_note(at_start, zero_gpu_factor(), 'a run at these settings')} More tokens ask "
+                    "for more; the status line says what each run asks for.",
+                    elem_classes="dm-note",
+                    elem_id="gpu-note",
+                )
         with gr.Column(scale=2, elem_classes="dm-settings"):
             c |= _settings()
     return c
 
 
-def _outputs() -> dict:
-    """The status line, the two coloured outputs and the token inspector."""
-    o = {"status": gr.Markdown("Pick an example and press **Run**, or open the recorded example.", elem_id="status")}
+def _answer() -> dict:
+    """What the first screen shows: the two coloured outputs (what the colours mean one tap above them), the token
+    hovers' data and the status line below them."""
+    o = {}
     # open on a desktop, folded on a phone (assets/app.html opens it where the page is wide)
     gr.HTML(
         f"<details class='dm-legend-box'><summary>What the colours mean</summary>{viz.legend_html()}</details>",
@@ -157,7 +176,7 @@ def _outputs() -> dict:
     with gr.Row(equal_height=True):
         for name in RUNS:
             o[name] = gr.HighlightedText(
-                label=f"{name} output · click a token to inspect it",
+                label=output_label(name),
                 color_map=viz.text_color_map(),
                 show_legend=False,
                 show_inline_category=False,
@@ -168,6 +187,14 @@ def _outputs() -> dict:
     o["hovers"] = gr.HTML(
         "", elem_id="dm-hovers", visible="hidden"
     )  # data for the tokens' hover text (assets/app.html)
+    o["status"] = gr.Markdown("Pick an example and press **Run**, or open the recorded example.", elem_id="status")
+    gr.Markdown(CHANGE, elem_classes="dm-note", elem_id="to-controls")
+    return o
+
+
+def _inspector() -> dict:
+    """The plain texts and the token inspector."""
+    o = {}
     with gr.Accordion("Plain text, to copy", open=False, elem_id="plain"), gr.Row():
         for name in RUNS:
             o[f"plain_{name}"] = gr.Textbox(
@@ -201,8 +228,10 @@ def _outputs() -> dict:
 
 
 def main() -> dict:
-    """Everything above the tabs, and the session state (the traces shown, the step-through position)."""
-    return {"traces": gr.State({}), "step_pos": gr.State([0, 0]), **_controls(), **_outputs()}
+    """Everything above the tabs, the answer first (the two outputs, then the prompt and settings that made them),
+    and the session state (the traces shown, the step-through position)."""
+    state = {"traces": gr.State({}), "step_pos": gr.State([0, 0])}
+    return {**state, **_answer(), **_controls(), **_inspector()}
 
 
 def tabs(above: dict) -> Parts:
@@ -338,21 +367,53 @@ def check_run(prompt, chat, pair, *, settings: dict) -> list[dict]:
 
 
 @takes_settings
-def run(v: Parts, prompt, chat, pair, *, settings: dict):
+def run(v: Parts, prompt, chat, pair, session: str | None = None, *, settings: dict):
     """The chosen rule (DropMatch or a relative) and lossless on the same prompt, draft and seed, streamed side by
-    side round by round."""
+    side round by round, until both are done or the session's Stop is pressed (then the partial runs are shown, as
+    after Stop). Run stays off while the run streams; the event's last step turns it back on."""
     prompt, cfgs = runs.validate(prompt, settings)
     chat = check_chat(chat)
-    yield {v["status"]: "**Loading the model pair…**", v["recolour"]: compare.OWN, v["stop"]: stop_button(True)}
+    STOPS.clear(session)
+    busy = {v["stop"]: stop_button(True), v["run"]: gr.Button(interactive=False)}
+    asks = f" · {gpu_request_note(runs.gpu_seconds(pair, prompt, cfgs, chat), zero_gpu_factor())}" if zero_gpu() else ""
+    yield {v["status"]: f"**Loading the model pair…**{asks}", v["recolour"]: compare.OWN, **busy}
     clock, traces, measured, drawn = time.perf_counter(), {}, {}, float("-inf")
-    for name, trace in runs.rounds(pair, prompt, cfgs, chat):
-        # only the run that advanced has a new state: its metrics once, the other run's kept
-        traces[name], measured[name] = trace, compute(trace)
-        now = time.perf_counter()
-        maps = now - drawn >= MAP_EVERY_S  # the texts every round; the two maps (plotly, costly to draw) less often
-        drawn = now if maps else drawn
-        yield views(v, traces, status_line(traces, "Running", now - clock, measured), live=True, maps=maps)
+    try:
+        with closing(runs.rounds(pair, prompt, cfgs, chat)) as stream:
+            for name, trace in stream:
+                # only the run that advanced has a new state: its metrics once, the other run's kept
+                traces[name], measured[name] = trace, compute(trace)
+                if session in STOPS:
+                    yield stopped(v, traces)
+                    return
+                now = time.perf_counter()
+                maps = now - drawn >= MAP_EVERY_S  # the texts every round; the maps (plotly, costly) less often
+                drawn = now if maps else drawn
+                yield views(v, traces, status_line(traces, "Running", now - clock, measured), live=True, maps=maps)
+    finally:
+        STOPS.clear(session)
     yield finished(v, traces, status_line(traces, "Done", time.perf_counter() - clock, measured), measured)
+
+
+def run_handler(v: Parts):
+    """/run's handler: `run` with the visitor's session (Gradio passes a gr.Request to a parameter typed so)."""
+
+    @takes_settings
+    def run_in_session(prompt, chat, pair, request: gr.Request, *, settings: dict):
+        yield from run(v, prompt, chat, pair, session_of(request), **settings)
+
+    run_in_session.__doc__ = run.__doc__
+    return run_in_session
+
+
+def stop_handler(v: Parts):
+    """Stop's handler: marks the session, so its run ends at its next round; Stop turns off at once."""
+
+    def stop(request: gr.Request) -> dict:
+        STOPS.mark(session_of(request))
+        return {v["stop"]: stop_button(False)}
+
+    return stop
 
 
 def shown(v: Parts, traces: dict, state: str, note: str = "") -> dict:
@@ -393,7 +454,9 @@ def open_example(v: Parts, prompt, chat) -> dict:
 def open_recorded(v: Parts) -> dict:
     """The recorded example (no model needed), and where it was decoded: a live run elsewhere can part from it."""
     traces = runs.recorded()
-    return shown(v, traces, "Recorded example (no model needed)", recorded_note(traces))
+    failed = start_failure()  # a pair that did not load as the app started: said where the visitor looks first
+    note = recorded_note(traces) + (f" · **{failed}**" if failed else "")
+    return shown(v, traces, "Recorded example (no model needed)", note)
 
 
 def recorded_note(traces: dict) -> str:
@@ -456,7 +519,8 @@ def selector(v: Parts, run_name: str):
 
 
 def output_label(name: str) -> str:
-    return f"{name} output · click a token to inspect it"
+    """An output's label: one short line on a phone (the status line's note says to tap a token)."""
+    return f"{name} output"
 
 
 def relaxed_label(v: Parts, criterion: str) -> dict:
@@ -490,6 +554,11 @@ def stop_button(active: bool) -> gr.Button:
     return gr.Button(interactive=active)
 
 
+def idle_buttons(v: Parts) -> dict:
+    """Once a run's event has ended (done, stopped or refused mid-way): Run on, Stop off."""
+    return {v["run"]: gr.Button(interactive=True), v["stop"]: stop_button(False)}
+
+
 def restored(v: Parts, traces: dict) -> dict:
     """After traces are opened: the labels, and the prompt and settings that produced them in the controls."""
     trace = next((traces[n] for n in RUNS if traces.get(n)), None)
@@ -512,7 +581,12 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     the page opens on the recorded example."""
     out, labels = pick(v, RUN_WIRING), pick(v, (*RUNS, *(f"plain_{n}" for n in RUNS), "hovers", "step_run"))
     relabel = {"fn": bind(run_labels, v), "inputs": v["traces"], "outputs": labels, "api_visibility": "private"}
-    idle = {"fn": lambda: stop_button(False), "outputs": v["stop"], "api_visibility": "private", "queue": False}
+    idle = {
+        "fn": bind(idle_buttons, v),
+        "outputs": pick(v, ("run", "stop")),
+        "api_visibility": "private",
+        "queue": False,
+    }
     restore = {
         "fn": bind(restored, v),
         "inputs": v["traces"],
@@ -522,9 +596,9 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     # preprocess=False: the inputs arrive as sent, and the library's checks name a bad one (a slider's own check
     # would fail with a bare "Error" on "abc" or "nan")
     go = v["run"].click(  # Stop turns on with the run's first update: a refused run leaves it off
-        bind(run, v),
+        run_handler(v),
         pick(v, RUN_INPUTS),
-        [*out, v["stop"]],
+        [*out, v["stop"], v["run"]],
         api_name="run",
         concurrency_id="model",
         # Gradio's tracker on the status line alone: while the request waits behind another visitor's it says its
@@ -534,17 +608,27 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         preprocess=False,
         validator=check_run,
     )
+    # Run turns back on only here, after the run's event has ended in the page: a Run pressed any time after that
+    # starts a run (the page ignores a Run pressed while its last run is still pending)
     go.then(**relabel).then(**idle)
-    stop = v["stop"].click(bind(stopped, v), v["traces"], out, cancels=[go], api_visibility="private")
-    stop.then(**relabel).then(**idle)
+    # Stop only marks the session (no queue: at once, even behind a long round); the run ends itself at its next round
+    v["stop"].click(stop_handler(v), None, v["stop"], api_visibility="private", queue=False)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
     picked = {"fn": bind(open_example, v), "inputs": pick(v, ("prompt", "chat")), "outputs": out}
     v["examples"].load_input_event.then(**picked, api_visibility="private").then(**restore)
-    v["upload"].upload(bind(open_files, v), v["upload"], out, api_name="open_files", validator=check_files).then(
-        **restore
-    )
+    # the tracker on the upload box alone: a refused file is said under it, and no output is marked with an error
+    v["upload"].upload(
+        bind(open_files, v),
+        v["upload"],
+        out,
+        api_name="open_files",
+        validator=check_files,
+        show_progress_on=v["upload"],
+    ).success(**restore)
     demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)
     v["criterion"].change(bind(relaxed_label, v), v["criterion"], [labels[0], v["knob"]], api_visibility="private")
+    # a rule picked by hand starts at its default knob (an opened trace sets rule and knob together: no .input there)
+    v["criterion"].input(lambda: "", None, v["knob"], api_visibility="private", queue=False)
     for name in RUNS:
         v[name].select(
             selector(v, name),
@@ -555,6 +639,10 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     compare.wire(v)
     step_in = pick(v, ("traces", "step_run", "step_pos"))
     for button, delta in (("prev", -1), ("next", 1)):
-        v[button].click(bind(_step_by, v, delta), step_in, pick(v, STEP), api_visibility="private")
+        # always_last: a click while the last step is still on its way runs after it, from the step it reached (the
+        # default "once" dropped it)
+        v[button].click(
+            bind(_step_by, v, delta), step_in, pick(v, STEP), api_visibility="private", trigger_mode="always_last"
+        )
     v["step_run"].change(bind(step_view, v), pick(v, ("traces", "step_run")), pick(v, STEP), api_visibility="private")
     gr.api(runs.trace_api, api_name="trace", concurrency_id="model")

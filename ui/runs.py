@@ -29,15 +29,13 @@ from ui.common import (
     configs,
     default_pair,
     gpu,
+    gpu_duration,
     model_pair,
     takes_settings,
     user_errors,
 )
 from viz.summary import RUNS, measure, traces_from_data
 
-# ZeroGPU's duration per request (gpu_seconds): a start (moving the pair onto the GPU, the first forward), then per new
-# token of each run and per prompt character (prefill), with room to spare over what a GPU round costs.
-GPU_S_START, GPU_S_PER_TOKEN, GPU_S_PER_CHAR = 20, 0.25, 0.005
 EXAMPLES = ROOT / "assets/examples.json"
 EXAMPLE_TRACES = ROOT / "assets/traces/examples"  # each example's two runs at the app's defaults
 FIRST_SCREEN = "English story"  # the example the page opens on: recorded at the app's defaults, so Run reproduces it
@@ -64,10 +62,10 @@ def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
 
 
 def gpu_seconds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> int:
-    """The GPU time a request asks ZeroGPU for, from its size (a Space checks its visitor's quota against it): a fixed
-    start, and a share per new token of every run and per prompt character, within 30-240 s."""
-    work = sum(c.max_new_tokens for c in cfgs.values()) * GPU_S_PER_TOKEN + len(prompt) * GPU_S_PER_CHAR
-    return int(min(max(GPU_S_START + work, 30), 240))
+    """The GPU time a request asks ZeroGPU for (`decode`'s duration; ZeroGPU calls it with decode's arguments and
+    checks the visitor's quota against it): every run's new tokens and the prompt's prefill (common.gpu_duration),
+    18 s at the app's 48 tokens, 55 s at most (256 tokens, a 4,000-character prompt)."""
+    return gpu_duration(sum(c.max_new_tokens for c in cfgs.values()), len(prompt))
 
 
 @dataclass(frozen=True)
@@ -165,12 +163,20 @@ def downloads(traces: dict[str, Trace]) -> list[str]:
 
 
 def read_traces(files) -> dict[str, Trace]:
-    """Traces from downloaded files (or a saved /trace result), each checked where it enters (size, nesting,
-    schema, token ids within the app's vocabulary, the prompt within the Prompt box's limit, one run of each name);
-    a bad file, or none, is a clear gr.Error."""
+    """Traces from downloaded files (or a saved /trace result): a path or a list of paths, as the upload gives them,
+    each checked where it enters (a file, its size, nesting, schema, token ids within the app's vocabulary, the prompt
+    within the Prompt box's limit, one run of each name); a value that is not a path, a bad file, or none, is a clear
+    gr.Error."""
+    upload = "Upload a trace JSON file (downloaded from this app, or returned by /trace); through the API, send it as "
+    upload += "gradio_client.handle_file(path)."
     traces = {}
-    for path in [files] if isinstance(files, str) else files or []:
+    for path in list(files) if isinstance(files, (list, tuple)) else [] if files is None else [files]:
+        if not isinstance(path, (str, Path)):
+            raise UserError(f"not a file: {json.dumps(path, default=repr)[:60]}. {upload}")
+        name = Path(path).name or str(path)
         try:
+            if not Path(path).is_file():
+                raise ValueError("no such file; upload the trace JSON file itself")
             if Path(path).stat().st_size > MAX_BYTES:
                 raise ValueError(
                     f"the file has {Path(path).stat().st_size:,} bytes; a trace file may have at most {MAX_BYTES:,}"
@@ -182,9 +188,11 @@ def read_traces(files) -> dict[str, Trace]:
                 raise ValueError(f"prompt: has {len(long[0]):,} characters; the app's limit is {APP_PROMPT_CHARS:,}")
             traces.update(found)
         except ValueError as err:
-            raise UserError(f"{Path(path).name}: {err}") from None
+            raise UserError(f"{name}: {err}") from None
+        except OSError as err:  # its words, not its path: the message names the file as the caller did
+            raise UserError(f"{name}: cannot be read ({err.strerror or 'an error reading it'})") from None
     if not traces:
-        raise UserError("Upload a trace JSON file (downloaded from this app, or returned by /trace).")
+        raise UserError(upload)
     return traces
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from gradio_client import Client
+from gradio_client.exceptions import AppError
 from served import served
 
 from dropmatch.config import SETTINGS
@@ -90,3 +91,19 @@ def test_what_an_api_caller_sends_for_a_flag_means_what_it_says(client):
     for sent, meant in (("false", False), ("true", True), (False, False), (0, False)):
         out = client.predict(**(GOOD | {"chat": sent}), api_name="/trace")
         assert out["DropMatch"]["chat"] is meant and out["lossless"]["chat"] is meant
+
+
+def test_too_many_positional_arguments_are_refused_naming_how_many_the_endpoint_takes(client):
+    """Gradio drops positional values past an endpoint's inputs (it checks for too few only); the app refuses them."""
+    args = [GOOD[name] for name in ("prompt", "chat", "pair", *SETTINGS)]
+    for extra in (["one too many"], [1, 2, 3]):
+        with pytest.raises(
+            AppError, match=rf"/trace takes at most {len(args)} arguments; got {len(args) + len(extra)}"
+        ):
+            client.predict(*args, *extra, api_name="/trace")
+
+
+@pytest.mark.parametrize("sent", ["story_dropmatch.json", ["story_dropmatch.json"], 5])
+def test_open_files_with_what_is_not_a_file_says_how_to_send_one(client, sent):
+    with pytest.raises(AppError, match=r"gradio_client\.handle_file\(path\)"):
+        client.predict(sent, api_name="/open_files")

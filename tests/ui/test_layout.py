@@ -91,10 +91,34 @@ def test_a_streamed_run_computes_each_traces_metrics_once_per_state(view, noisy_
     pd.testing.assert_frame_equal(outputs[-1][view["table"]], fresh)
 
 
+def test_stop_ends_the_sessions_run_at_its_next_round_and_only_its_own(view, noisy_pair, monkeypatch):
+    """Stop marks its session; that session's run shows what it decoded as stopped and ends (a run pressed later
+    starts afresh); another session's run goes on."""
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    settings = {"gamma": 4, "K": 5, "p_drop": 0.3, "criterion": "js+majority", "mode": "or", "temperature": 0.0}
+    settings |= {"max_new_tokens": 24, "seed": 0, "knob": None, "draft_quant": "none"}
+    mine = explore.run(view, "def f(x):", False, "embedded", "mine", **settings)
+    other = explore.run(view, "def f(x):", False, "embedded", "other", **settings)
+    first = next(mine)
+    assert first[view["run"]].interactive is False and first[view["stop"]].interactive is True
+    next(mine), next(other), next(other)
+    explore.STOPS.mark("mine")
+    last = list(mine)
+    assert len(last) == 1 and last[0][view["status"]].startswith("**Stopped**"), "the next round ends the run"
+    assert 0 < len(last[0][view["traces"]]["DropMatch"].token_ids) < 24
+    assert "mine" not in explore.STOPS, "nothing of a stopped run is left for the session's next one"
+    rest = list(other)
+    assert rest[-1][view["status"]].startswith("**Done**") and len(rest) > 3, "another session's run goes on"
+    explore.STOPS.mark("mine")  # a Stop that came after its run had ended
+    again = list(explore.run(view, "def f(x):", False, "embedded", "mine", **settings))
+    assert again[-1][view["status"]].startswith("**Done**"), "a new run starts afresh"
+
+
 def test_run_and_trace_take_every_setting_by_name():
     """/run's and /trace's inputs are the settings by name, defaulted as the controls start (what clients call)."""
     for handler, first in (
-        (explore.run, ["v", "prompt", "chat", "pair"]),
+        (explore.run, ["v", "prompt", "chat", "pair", "session"]),
+        (explore.run_handler({}), ["prompt", "chat", "pair", "request"]),  # the visitor's session: not an input
         (runs.trace_api, ["prompt", "chat", "pair"]),
     ):
         params = inspect.signature(handler).parameters
@@ -145,3 +169,15 @@ def test_a_prompt_that_is_no_example_opens_nothing(view):
     assert runs.recorded_example(example["prompt"], not example["chat"]) is None  # the chat format is part of it
     out = {names[c]: value for c, value in explore.open_example(view, "def f(x):", False).items()}
     assert out["traces"] == {} and "press **Run**" in out["status"]
+
+
+def test_a_run_in_replace_mode_decodes_both_sides(view, noisy_pair, monkeypatch):
+    """Replace is the relaxed side's mode: the lossless side keeps its test (it has no other), so both decode."""
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    settings = {"gamma": 4, "K": 5, "p_drop": 0.3, "criterion": "js+majority", "mode": "replace", "temperature": 0.0}
+    settings |= {"max_new_tokens": 12, "seed": 0, "knob": None, "draft_quant": "none"}
+    cfgs = runs.configs(settings)
+    assert (cfgs["DropMatch"].mode, cfgs["lossless"].mode) == ("replace", "or")
+    last = list(explore.run(view, "def f(x):", False, "embedded", None, **settings))[-1]
+    traces = last[view["traces"]]
+    assert last[view["status"]].startswith("**Done**") and all(len(t.token_ids) == 12 for t in traces.values())

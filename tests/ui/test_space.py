@@ -18,17 +18,21 @@ import urllib.request
 import weakref
 from types import SimpleNamespace
 
+import gradio as gr
+import pandas as pd
 import pytest
 from gradio_client import Client
 from huggingface_hub import constants
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from tiny_pair import tiny_models
 
 import app
 from dropmatch import embedded, models
-from dropmatch.config import SETTINGS
+from dropmatch.config import DRAFT_QUANTS, SETTINGS
 from dropmatch.decode import generate
-from ui import common, runs
+from dropmatch.lab import live, sweep
+from ui import analysis, common, runs
 
 ROOT = common.ROOT
 ZEROGPU_PYTHONS = ("3.10.13", "3.12.12")  # the Python versions ZeroGPU's documentation lists as supported
@@ -46,6 +50,7 @@ def space(monkeypatch, tmp_path):
     )
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(common, "try_to_load_from_cache", lambda *a, **k: None)
+    monkeypatch.setattr(common, "_START_FAILURE", [])
     models.clear_cache()
     yield
     models.clear_cache()
@@ -57,6 +62,7 @@ def test_a_space_without_the_embedded_pair_starts_serves_and_says_why_it_cannot_
     app.preload().join(60)
     log = capsys.readouterr().out
     assert "[dropmatch] the hub pair is not loaded: The hub pair needs huggingface.co" in log and "Traceback" not in log
+    assert common.start_failure().startswith("The hub pair did not load as the app started: The hub pair needs")
     demo = app.build_demo()
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
     try:
@@ -130,6 +136,7 @@ def test_zerogpu_is_what_the_spaces_package_says(monkeypatch):
 
 
 def test_on_zerogpu_the_default_pair_loads_in_the_main_thread_and_elsewhere_in_the_background(monkeypatch):
+    monkeypatch.setenv("GRADIO_SSR_MODE", "false")  # start() sets it: restored after the test
     loaded = []
     monkeypatch.setattr(app, "model_pair", lambda *args: loaded.append(threading.current_thread()))
     monkeypatch.setattr(common, "spaces", fake_spaces(True))
@@ -138,6 +145,130 @@ def test_on_zerogpu_the_default_pair_loads_in_the_main_thread_and_elsewhere_in_t
     thread = app.start()
     thread.join(30)
     assert loaded[1:] == [thread] and thread.name == "preload" and thread is not threading.main_thread()
+
+
+@pytest.mark.server  # launches the app on a local port
+def test_a_load_that_fails_in_any_way_still_launches_and_the_page_can_say_why(monkeypatch, capsys):
+    """On ZeroGPU the pair loads before launch, in the main thread: an unexpected error there (not a gr.Error) is
+    logged with its traceback and kept for the page, and `python app.py` goes on to serve."""
+
+    def broken(*args):
+        raise RuntimeError("the weights are truncated")
+
+    monkeypatch.setattr(app, "model_pair", broken)
+    monkeypatch.setattr(common, "spaces", fake_spaces(True))
+    monkeypatch.setattr(common, "_START_FAILURE", [])
+    monkeypatch.setenv("GRADIO_SSR_MODE", "true")  # as a Space sets it
+    assert common.start_failure() is None
+    assert app.start() is None
+    captured = capsys.readouterr()
+    pair = common.default_pair()
+    assert f"[dropmatch] the {pair} pair is not loaded: RuntimeError: the weights are truncated" in captured.out
+    assert "Traceback" in captured.err
+    assert common.start_failure() == (
+        f"The {pair} pair did not load as the app started: RuntimeError: the weights are truncated"
+    )
+    demo = app.build_demo()
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True)
+    try:
+        assert urllib.request.urlopen(url, timeout=30).status == 200 and demo.ssr_mode is False
+    finally:
+        demo.close()
+
+
+def test_the_page_renders_in_the_browser_whatever_the_space_sets(monkeypatch):
+    """A Gradio Space sets GRADIO_SSR_MODE, and there it decides over launch(ssr_mode=...): `python app.py` turns
+    server-side rendering off through it, so the page runs as its tests run it (rendered by the browser)."""
+    monkeypatch.setenv("GRADIO_SSR_MODE", "true")
+    monkeypatch.setattr(app, "model_pair", lambda *args: None)
+    monkeypatch.setattr(common, "spaces", fake_spaces(True))
+    with gr.Blocks() as demo:
+        gr.Markdown("a page")
+    assert demo._resolve_ssr_mode(None) is True  # what Gradio makes of the variable as a Space sets it
+    app.start()
+    assert os.environ["GRADIO_SSR_MODE"] == "false" and demo._resolve_ssr_mode(None) is False
+
+
+def test_on_zerogpu_the_pair_loads_unchecked_and_only_with_the_draft_loaded_at_start(monkeypatch):
+    """The main process of a ZeroGPU Space only emulates CUDA on the CPU: the heads are checked in the GPU functions,
+    on the GPU, not at load. A draft other than the one loaded as the app starts would load inside the GPU slot: the
+    page offers none, and a request for one is refused before anything loads."""
+    asked = []
+    monkeypatch.setattr(common, "load_pair", lambda *ids, **options: asked.append(options))
+    monkeypatch.setattr(common, "_START_FAILURE", [])
+    start_draft = common.DEFAULTS["draft_quant"]
+    for on_zero_gpu in (True, False):
+        monkeypatch.setattr(common, "spaces", fake_spaces(on_zero_gpu))
+        common.model_pair("embedded", start_draft)
+        assert asked.pop()["check"] is (not on_zero_gpu)
+    assert common.draft_quant_choices() == list(DRAFT_QUANTS)
+    monkeypatch.setattr(common, "spaces", fake_spaces(True))
+    assert common.draft_quant_choices() == [start_draft]
+    other = next(q for q in DRAFT_QUANTS if q != start_draft)
+    with pytest.raises(common.UserError, match=f"the {other} draft would load inside the GPU slot"):
+        common.model_pair("embedded", other)
+    assert asked == []
+
+
+def test_a_pair_loaded_unchecked_is_checked_by_whoever_decodes(monkeypatch, tmp_path, tokenizer):
+    checked = []
+    monkeypatch.setattr(models, "_HEADS_CHECKED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(models, "check_head", lambda model, name: checked.append(name))
+    for role, model in zip(("target", "draft"), tiny_models(len(tokenizer))):
+        model.save_pretrained(tmp_path / role)
+        tokenizer.save_pretrained(tmp_path / role)
+    models.clear_cache()
+    try:
+        pair = models.load_pair(str(tmp_path / "target"), str(tmp_path / "draft"), "float32", "cpu", check=False)
+        assert checked == []
+        models.load_pair(str(tmp_path / "target"), str(tmp_path / "draft"), "float32", "cpu")
+        assert len(checked) == 2, "a load that checks checks the cached pair, once"
+        models.check_heads(pair)
+        assert len(checked) == 2
+    finally:
+        models.clear_cache()
+
+
+def test_the_live_sweeps_gpu_function_checks_the_heads(monkeypatch, noisy_pair, tmp_path):
+    checked = []
+    monkeypatch.setattr(analysis, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    monkeypatch.setattr(models, "_HEADS_CHECKED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(models, "check_head", lambda model, name: checked.append(name))
+    p = live.plan("mini_spec_bench", 1, "p_drop", "0.3", 8, {"draft_quant": "none"})
+    assert len(list(analysis.cells(p, "embedded", tmp_path))) == p.cells
+    assert checked == ["the target 'tiny-target'", "the draft 'tiny-draft'"]
+
+
+def test_a_live_sweep_scores_humaneval_after_the_gpu_function_not_in_it(monkeypatch, noisy_pair, tmp_path):
+    """A HumanEval cell's tests are CPU work: run inside the GPU function they would take GPU time from the visitor's
+    quota. The GPU function decodes; the sweep scores each cell as it arrives."""
+    running, scored_while = [], []
+
+    def stand_in_scorer(problem, completion, timeout):
+        scored_while.append("the GPU function ran" if running else "between its steps")
+        return {"passed": False, "result": "failed: a stand-in scorer"}
+
+    monkeypatch.setattr(analysis, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    monkeypatch.setattr(sweep, "score_completion", stand_in_scorer)
+    gpu_function = analysis.decode_sweep
+
+    def watched(*args):  # the GPU function, marked as running while its body runs (not while it waits at a yield)
+        steps = gpu_function(*args)
+        while True:
+            running.append(True)
+            try:
+                step = next(steps)
+            except StopIteration:
+                return
+            finally:
+                running.pop()
+            yield step
+
+    monkeypatch.setattr(analysis, "decode_sweep", watched)
+    p = live.plan("humaneval", 1, "p_drop", "0.3", 8, {"draft_quant": "none"})
+    rows = [row for _, _, row in analysis.cells(p, "embedded", tmp_path)]
+    assert scored_while == ["between its steps"] * p.cells
+    assert [row["score_result"] for row in rows] == ["failed: a stand-in scorer"] * p.cells
 
 
 def test_python_app_py_loads_the_pair_before_it_launches():
@@ -274,3 +405,56 @@ def test_the_space_runs_a_python_zerogpu_supports_and_every_requirement_accepts(
             name = Requirement(line).name
             needs = importlib.metadata.metadata(name).get("Requires-Python") or ""
             assert full in SpecifierSet(needs), f"{name} needs Python {needs}; the Space runs {full}"
+
+
+def test_on_zerogpu_the_page_says_what_a_run_asks_for(monkeypatch, noisy_pair):
+    """Before Run (under the button) and as a run starts (the status line): the GPU seconds it asks ZeroGPU for, as
+    ZeroGPU counts them; only the draft loaded at start is offered."""
+    import gradio as gr
+
+    from ui import explore
+
+    monkeypatch.setattr(common, "zero_gpu", lambda: True)
+    monkeypatch.setattr(explore, "zero_gpu", lambda: True)
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    with gr.Blocks():
+        above = explore.main()
+        with gr.Tabs():
+            view = explore.tabs(above)
+    assert view["draft_quant"].choices == [(q, q) for q in common.draft_quant_choices()]
+    settings = {name: common.DEFAULTS.get(name) for name in explore.SETTINGS} | {"max_new_tokens": 4}
+    first = next(explore.run(view, "def f(x):", False, "embedded", None, **settings))
+    asked = runs.gpu_seconds("embedded", "def f(x):", common.configs(settings), False)
+    assert f"asks ZeroGPU for {asked} s of GPU time" in first[view["status"]]
+
+
+def test_stop_ends_a_live_sweep_after_its_cell_with_the_report_of_the_cells_done(monkeypatch, noisy_pair):
+    """The tab's Stop marks the session: the sweep ends after the cell in progress, says so, and its report and
+    table hold the cells done; the GPU function is closed."""
+    import gradio as gr
+
+    from ui.common import STOPS
+
+    monkeypatch.setattr(analysis, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    with gr.Blocks():
+        a = analysis.layout()
+    closed = []
+    gpu_function = analysis.decode_sweep
+
+    def watched(*args):
+        try:
+            yield from gpu_function(*args)
+        finally:
+            closed.append(True)
+
+    monkeypatch.setattr(analysis, "decode_sweep", watched)
+    sweep = analysis.live_sweep(a, "mini_spec_bench", 2, "p_drop", "0.3", 8, "embedded", "visitor")
+    next(sweep), next(sweep)  # "loading", then the first cell
+    STOPS.mark("visitor")
+    last = list(sweep)
+    note = last[-1][a["note"]]
+    assert len(last) == 1 and note.startswith("**Live sweep stopped** after 2 of 4 cells"), note
+    assert closed == [True] and "visitor" not in STOPS
+    files = last[-1][a["files"]]
+    assert any(f.endswith("report.html") for f in files) and any(f.endswith("table.csv") for f in files)
+    assert pd.read_csv(next(f for f in files if f.endswith("table.csv"))).shape[0] == 2, "the two cells done"
