@@ -451,6 +451,25 @@ def open_example(v: Parts, prompt, chat) -> dict:
     return shown(v, traces, "Recorded example (no model needed)", recorded_note(traces))
 
 
+def with_controls(v: Parts, opened: dict) -> dict:
+    """What an opening handler shows, and in the same update the labels, prompt and settings of the traces it
+    opened: a value typed into a control as soon as the runs show is not overwritten by a later step."""
+    traces = opened.get(v["traces"]) or {}
+    names = run_names(traces)  # an output's text from the handler, its label (as run_labels gives it) beside it
+    both = {v[n]: gr.update(value=opened[v[n]], label=output_label(names[n])) for n in RUNS if v[n] in opened}
+    return {**opened, **restored(v, traces), **both}
+
+
+def open_first_screen(v: Parts) -> dict:
+    """The page's first screen: the recorded example with the prompt and settings that made it."""
+    return with_controls(v, open_recorded(v))
+
+
+def pick_example(v: Parts, prompt, chat) -> dict:
+    """A picked example's recorded runs with the prompt and settings that made them."""
+    return with_controls(v, open_example(v, prompt, chat))
+
+
 def open_recorded(v: Parts) -> dict:
     """The recorded example (no model needed), and where it was decoded: a live run elsewhere can part from it."""
     traces = runs.recorded()
@@ -544,7 +563,8 @@ def run_labels(v: Parts, traces: dict) -> dict:
         out[v[n]] = gr.HighlightedText(label=output_label(name))
         out[v[f"plain_{n}"]] = gr.Textbox(trace.text if trace else "", label=f"{name} text")
         hovers[f"out-{n.lower()}"] = viz.span_hovers(trace, cut) if trace else []
-    out[v["step_run"]] = gr.Radio(choices=[(names[n], n) for n in RUNS])
+    first = next((n for n in RUNS if n in traces), RUNS[0])  # as `finished` sets it: one update may carry both
+    out[v["step_run"]] = gr.Radio(choices=[(names[n], n) for n in RUNS], value=first)
     out[v["hovers"]] = f"<div data-hovers='{html.escape(json.dumps(hovers), quote=True)}'></div>"
     return out
 
@@ -614,8 +634,9 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
     # Stop only marks the session (no queue: at once, even behind a long round); the run ends itself at its next round
     v["stop"].click(stop_handler(v), None, v["stop"], api_visibility="private", queue=False)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)
-    picked = {"fn": bind(open_example, v), "inputs": pick(v, ("prompt", "chat")), "outputs": out}
-    v["examples"].load_input_event.then(**picked, api_visibility="private").then(**restore)
+    controls = [c for c in restore["outputs"] if c not in out]  # the step run's choice is in both
+    picked = {"fn": bind(pick_example, v), "inputs": pick(v, ("prompt", "chat")), "outputs": [*out, *controls]}
+    v["examples"].load_input_event.then(**picked, api_visibility="private")
     # the tracker on the upload box alone: a refused file is said under it, and no output is marked with an error
     v["upload"].upload(
         bind(open_files, v),
@@ -625,7 +646,7 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         validator=check_files,
         show_progress_on=v["upload"],
     ).success(**restore)
-    demo.load(bind(open_recorded, v), None, out, api_visibility="private").then(**restore)
+    demo.load(bind(open_first_screen, v), None, [*out, *controls], api_visibility="private")
     v["criterion"].change(bind(relaxed_label, v), v["criterion"], [labels[0], v["knob"]], api_visibility="private")
     # a rule picked by hand starts at its default knob (an opened trace sets rule and knob together: no .input there)
     v["criterion"].input(lambda: "", None, v["knob"], api_visibility="private", queue=False)

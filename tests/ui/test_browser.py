@@ -9,38 +9,24 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from served import NO_CHROMIUM, app_in_chromium, set_tokens
 
-import app
 from ui import runs
 from viz.summary import status_line
 from viz.theme import DIVERGENCE_MARK, REASON_COLORS
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 PLOT = '[data-testid="plotly"], .js-plotly-plot'
 POLL = {"polling": 500, "timeout": 60_000}  # poll twice a second: the page should not compete with the model for CPU
 
 pytestmark = [
     pytest.mark.slow,  # the real embedded pair and a browser
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
-        reason="needs Debian's chromium at /usr/bin/chromium",
-    ),
+    pytest.mark.skipif(NO_CHROMIUM, reason="needs Debian's chromium at /usr/bin/chromium"),
 ]
 
 
@@ -50,20 +36,11 @@ def rgb(hex_color: str) -> str:
 
 @pytest.fixture(scope="module")
 def browser():
-    """The app served once, and Debian's chromium: (browser, url)."""
-    from playwright.sync_api import sync_playwright
-
+    """The app served once, the default pair loaded (as a served app does: a Run's timing is the decoding's), and
+    Debian's chromium: (browser, url)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    demo = app.build_demo()
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
-    app.preload().join()  # as a served app does: the default pair loaded, so a Run's timing is the decoding's
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield chromium, url
-        finally:
-            chromium.close()
-            demo.close()
+    with app_in_chromium(preload=True) as served:
+        yield served
 
 
 def open_page(browser, width: int, height: int):
@@ -267,8 +244,7 @@ def test_tabs_render_metrics_and_step_through(page):
 
 def test_stop_keeps_the_partial_run(page):
     page.get_by_role("tab", name="Accept / reject map").click()
-    page.locator("#max-new-tokens input[type=number]").fill("200")
-    page.locator("#max-new-tokens input[type=number]").press("Tab")
+    set_tokens(page, 200)
     clicked = time.perf_counter()
     page.click("#run-btn")
     running = "document.querySelector('#status').innerText.includes('Running')"
@@ -297,9 +273,7 @@ def test_run_right_after_stop_always_runs(page):
     """Stop, then Run 0, 0.3 and 1 s after "Stopped" shows, five times each: every Run starts (its first round
     streams) and ends (stopped by the next try's Stop; the last one runs to Done), with no error on the page."""
     page.get_by_role("tab", name="Explore").click()
-    page.locator("#max-new-tokens input[type=number]").fill("24")  # Stop comes at a run's first round of about 12
-    page.locator("#max-new-tokens input[type=number]").press("Tab")
-    expect(page.locator("#max-new-tokens input[type=range]")).to_have_value("24")
+    set_tokens(page, 24)  # Stop comes at a run's first round of about 12
     page.click("#run-btn")
     rows, waits = [], []
     for delay in (0.0, 0.3, 1.0):
@@ -386,9 +360,7 @@ def test_nothing_of_one_visitor_is_kept_in_the_browser_for_the_next(browser):
         first.wait_for_selector("#run-btn", timeout=60_000)
         status_has(first, "Recorded example", timeout=60_000)
         first.locator("#prompt textarea").fill("Private note: Ada Lovelace, grade C-")
-        first.locator("#max-new-tokens input[type=number]").fill("2")
-        first.locator("#max-new-tokens input[type=number]").press("Tab")
-        expect(first.locator("#max-new-tokens input[type=range]")).to_have_value("2")
+        set_tokens(first, 2)
         first.click("#run-btn")
         status_has(first, "Done")
         first.get_by_role("button", name="Open recorded example").click()
@@ -546,8 +518,7 @@ def test_on_a_phone_the_wide_figures_scroll_inside_their_panels(phone):
 
 def test_a_relatives_run_explains_its_own_test(page):
     page.get_by_role("tab", name="Explore").click()
-    page.locator("#max-new-tokens input[type=number]").fill("16")
-    page.locator("#max-new-tokens input[type=number]").press("Tab")
+    set_tokens(page, 16)
     page.locator("#criterion input").click()
     page.get_by_role("option", name="Relative: typical acceptance (Medusa)").click()
     expect(page.locator("#knob :is(input, textarea)")).to_have_attribute(
@@ -562,5 +533,4 @@ def test_a_relatives_run_explains_its_own_test(page):
     page.locator("#inspector").first.screenshot(path=str(ARTIFACTS / "inspector_typical.png"))
     page.locator("#criterion input").click()
     page.get_by_role("option", name="DropMatch: js+majority (the paper's Algorithm 1)").click()
-    page.locator("#max-new-tokens input[type=number]").fill("48")
-    page.locator("#max-new-tokens input[type=number]").press("Tab")
+    set_tokens(page, 48)

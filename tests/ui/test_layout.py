@@ -17,7 +17,7 @@ from dropmatch.config import SETTINGS
 from dropmatch.trace import Trace
 from ui import explore, runs
 from ui.common import DEFAULTS, UserError
-from viz.summary import RUNS, run_names
+from viz.summary import RUNS, divergence, run_names
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 
@@ -181,3 +181,20 @@ def test_a_run_in_replace_mode_decodes_both_sides(view, noisy_pair, monkeypatch)
     last = list(explore.run(view, "def f(x):", False, "embedded", None, **settings))[-1]
     traces = last[view["traces"]]
     assert last[view["status"]].startswith("**Done**") and all(len(t.token_ids) == 12 for t in traces.values())
+
+
+def test_the_first_screen_and_a_picked_example_set_the_controls_with_the_runs(view):
+    """One update carries the runs, the status and the prompt and settings that made them: a value typed as soon as
+    "Recorded example" shows is not overwritten by a later step (it was: a restore step came after)."""
+    names = {component: name for name, component in view.items()}
+    for out in (
+        explore.open_first_screen(view),
+        explore.pick_example(view, runs.examples()[1]["prompt"], runs.examples()[1]["chat"]),
+    ):
+        got = {names[c]: value for c, value in out.items()}
+        trace = got["traces"]["DropMatch"]
+        assert got["status"].startswith("**Recorded example")
+        text = got["DropMatch"]  # the coloured text, under the label that names the run
+        assert text["value"] == viz.spans(trace, divergence(got["traces"]))[0] and text["label"] == "DropMatch output"
+        assert got["prompt"] == trace.prompt and got["max_new_tokens"] == trace.config["max_new_tokens"]
+        assert got["step_run"].value == "DropMatch" and got["step_pos"] == [0, 0]

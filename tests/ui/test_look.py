@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
+from served import NO_CHROMIUM, app_in_chromium, set_tokens, slow_runs
 
 import app
-from ui import runs
 from ui.common import DEFAULTS
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 POLL = {"polling": 250, "timeout": 60_000}
@@ -28,7 +25,7 @@ VERDICT = "The verdict: every rule on all of HumanEval · humaneval"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None, reason="needs /usr/bin/chromium"),
+    pytest.mark.skipif(NO_CHROMIUM, reason="needs Debian's chromium at /usr/bin/chromium"),
 ]
 
 # WCAG 2 contrast from computed styles: a colour with alpha is laid over what is under it, down to an opaque one.
@@ -56,18 +53,9 @@ const ratio = (a, b) => { const [h, l] = [lum(a), lum(b)].sort((x, y) => y - x);
 @pytest.fixture(scope="module")
 def browser():
     """The app served once, and Debian's chromium: (browser, url)."""
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(exist_ok=True)
-    demo = app.build_demo()
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield chromium, url
-        finally:
-            chromium.close()
-            demo.close()
+    with app_in_chromium() as served:
+        yield served
 
 
 def open_page(browser, viewport: dict, scheme: str = "light", errors: list | None = None):
@@ -235,16 +223,7 @@ def tracker_and_text(page) -> dict:
 def test_a_waiting_request_shows_its_place_apart_from_the_status_text_and_no_estimate(browser, noisy_pair, monkeypatch):
     """Two visitors wait behind a run (on this test's own app: two places in the queue, a model that takes 0.4 s a
     round): the counter says where each is and how long it has waited, on its own row above the faded status text."""
-    pair = dataclasses.replace(noisy_pair, draft_quant=DEFAULTS["draft_quant"])
-    monkeypatch.setattr(runs, "model_pair", lambda name, draft_quant="none": pair)
-    decode = runs.rounds
-
-    def slow(*args, **kwargs):
-        for step in decode(*args, **kwargs):
-            time.sleep(0.4)
-            yield step
-
-    monkeypatch.setattr(runs, "rounds", slow)
+    slow_runs(monkeypatch, dataclasses.replace(noisy_pair, draft_quant=DEFAULTS["draft_quant"]))
     demo = app.build_demo(queue_size=2)
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
     chromium = browser[0]
@@ -254,8 +233,7 @@ def test_a_waiting_request_shows_its_place_apart_from_the_status_text_and_no_est
         for page in (first, *waiting):
             page.goto(url + ("?__theme=dark" if page is waiting[1] else ""))
             first_screen(page)
-            page.locator("#max-new-tokens input[type=number]").fill("16")
-            page.locator("#max-new-tokens input[type=number]").press("Tab")
+            set_tokens(page, 16)
         first.click("#run-btn")
         first.wait_for_function("document.querySelector('#status').innerText.includes('Running')")
         for page in waiting:

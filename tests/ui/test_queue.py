@@ -6,58 +6,31 @@ a real browser (Debian's chromium) shows the pages."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import time
-from pathlib import Path
 
 import pytest
+from served import NO_CHROMIUM, app_in_chromium, set_tokens, slow_runs
 
-import app
-from ui import runs
 from ui.common import DEFAULTS
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None, reason="needs /usr/bin/chromium"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(NO_CHROMIUM, reason="needs Debian's chromium at /usr/bin/chromium")]
 
 
 def test_a_waiting_request_shows_its_place_in_the_queue(noisy_pair, monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    pair = dataclasses.replace(noisy_pair, draft_quant=DEFAULTS["draft_quant"])  # as the controls start
-    monkeypatch.setattr(runs, "model_pair", lambda name, draft_quant="none": pair)
-    decode = runs.rounds
-
-    def slow(*args, **kwargs):
-        for step in decode(*args, **kwargs):
-            time.sleep(0.4)
-            yield step
-
-    monkeypatch.setattr(runs, "rounds", slow)
-    demo = app.build_demo(queue_size=1)  # one place: a third visitor finds the queue full
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **app.launch_options())
-    try:
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-            first, second, third = (chromium.new_page(viewport={"width": w, "height": 900}) for w in (1440, 390, 390))
-            for page in (first, second, third):
-                page.goto(url)
-                page.wait_for_selector("#status", timeout=60_000)
-                page.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')")
-                page.locator("#max-new-tokens input[type=number]").fill("6")
-                page.locator("#max-new-tokens input[type=number]").press("Tab")
-            first.click("#run-btn")
-            first.wait_for_function("document.querySelector('#status').innerText.includes('Running')")
-            second.click("#run-btn")
-            second.wait_for_function("document.querySelector('#status').innerText.includes('queue: 1/1')")
-            third.click("#run-btn")  # Gradio says only "busy"; the page says how long the queue is
-            third.wait_for_function("document.body.innerText.includes('The queue is full: 1 of 1 places taken')")
-            assert "currently busy" not in third.locator("body").inner_text()
-            second.wait_for_function(
-                "document.querySelector('#status').innerText.includes('Done')", polling=250, timeout=120_000
-            )
-            chromium.close()
-    finally:
-        demo.close()
+    slow_runs(monkeypatch, dataclasses.replace(noisy_pair, draft_quant=DEFAULTS["draft_quant"]))  # as controls start
+    with app_in_chromium(queue_size=1) as (chromium, url):  # one place: a third visitor finds the queue full
+        first, second, third = (chromium.new_page(viewport={"width": w, "height": 900}) for w in (1440, 390, 390))
+        for page in (first, second, third):
+            page.goto(url)
+            page.wait_for_selector("#status", timeout=60_000)
+            page.wait_for_function("document.querySelector('#status').innerText.includes('Recorded example')")
+            set_tokens(page, 6)
+        first.click("#run-btn")
+        first.wait_for_function("document.querySelector('#status').innerText.includes('Running')")
+        second.click("#run-btn")
+        second.wait_for_function("document.querySelector('#status').innerText.includes('queue: 1/1')")
+        third.click("#run-btn")  # Gradio says only "busy"; the page says how long the queue is
+        third.wait_for_function("document.body.innerText.includes('The queue is full: 1 of 1 places taken')")
+        assert "currently busy" not in third.locator("body").inner_text()
+        second.wait_for_function(
+            "document.querySelector('#status').innerText.includes('Done')", polling=250, timeout=120_000
+        )

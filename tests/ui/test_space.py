@@ -371,10 +371,9 @@ def test_each_yield_of_the_gpu_function_sends_the_rounds_additions_and_the_page_
         assert whole > 5 * first, f"{name}: the whole trace is several times a round (the test has teeth)"
 
 
-def test_stopping_a_run_stops_the_gpu_function(monkeypatch, noisy_pair):
-    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
-    closed = []
-    gpu_function = runs.decode
+def watch_closing(monkeypatch, module, name: str) -> list:
+    """Replace the GPU function `module.name` by itself watched: the list returned gets True when it is closed."""
+    closed, gpu_function = [], getattr(module, name)
 
     def watched(*args):
         try:
@@ -382,7 +381,13 @@ def test_stopping_a_run_stops_the_gpu_function(monkeypatch, noisy_pair):
         finally:
             closed.append(True)
 
-    monkeypatch.setattr(runs, "decode", watched)
+    monkeypatch.setattr(module, name, watched)
+    return closed
+
+
+def test_stopping_a_run_stops_the_gpu_function(monkeypatch, noisy_pair):
+    monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
+    closed = watch_closing(monkeypatch, runs, "decode")
     stream = runs.rounds("embedded", "def f(x):", common.configs(START), False)
     next(stream)
     stream.close()
@@ -438,16 +443,7 @@ def test_stop_ends_a_live_sweep_after_its_cell_with_the_report_of_the_cells_done
     monkeypatch.setattr(analysis, "model_pair", lambda pair, draft_quant="none": noisy_pair)
     with gr.Blocks():
         a = analysis.layout()
-    closed = []
-    gpu_function = analysis.decode_sweep
-
-    def watched(*args):
-        try:
-            yield from gpu_function(*args)
-        finally:
-            closed.append(True)
-
-    monkeypatch.setattr(analysis, "decode_sweep", watched)
+    closed = watch_closing(monkeypatch, analysis, "decode_sweep")
     sweep = analysis.live_sweep(a, "mini_spec_bench", 2, "p_drop", "0.3", 8, "embedded", "visitor")
     next(sweep), next(sweep)  # "loading", then the first cell
     STOPS.mark("visitor")
