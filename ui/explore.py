@@ -629,8 +629,10 @@ def wire(v: Parts, demo: gr.Blocks) -> None:
         validator=check_run,
     )
     # Run turns back on only here, after the run's event has ended in the page: a Run pressed any time after that
-    # starts a run (the page ignores a Run pressed while its last run is still pending)
+    # starts a run (the page ignores a Run pressed while its last run is still pending). The page follows an event
+    # that failed (a prompt too long in tokens, a pair that cannot load) with its .failure steps only, not its .then
     go.then(**relabel).then(**idle)
+    go.failure(**idle)
     # Stop only marks the session (no queue: at once, even behind a long round); the run ends itself at its next round
     v["stop"].click(stop_handler(v), None, v["stop"], api_visibility="private", queue=False)
     v["recorded"].click(bind(open_recorded, v), None, out, api_name="open_recorded").then(**restore)

@@ -299,6 +299,24 @@ def test_run_right_after_stop_always_runs(page):
         out.write(f"Run off after 'Stopped' showed: at most {max(waits):.2f} s (median {sorted(waits)[7]:.2f} s)\n")
 
 
+def test_a_run_refused_mid_way_gives_run_back_and_keeps_the_views(page):
+    """A prompt within the Prompt box's characters but past a run's tokens is refused once the pair has counted it
+    (after the run's first update turned Run off): the message says so, Run comes back, Stop goes off, and the
+    outputs stay as they were."""
+    page.get_by_role("tab", name="Explore").click()
+    before = page.locator("#out-dropmatch").inner_text()
+    prompt = page.locator("#prompt textarea").input_value()
+    page.locator("#prompt textarea").fill("x " * 1500)  # 3,000 characters, about 1,500 tokens
+    try:
+        page.click("#run-btn")
+        page.wait_for_function("document.body.innerText.includes('a run here holds at most 1024 tokens')", **POLL)
+        expect(page.locator("#run-btn")).to_be_enabled(timeout=30_000)
+        expect(page.locator("#stop-btn")).to_be_disabled(timeout=30_000)
+        assert page.locator("#out-dropmatch").inner_text() == before
+    finally:
+        page.locator("#prompt textarea").fill(prompt)
+
+
 def test_a_bad_upload_and_a_bad_knob_leave_the_views_as_they_were(page, tmp_path):
     page.get_by_role("tab", name="Explore").click()
     before = page.locator("#out-dropmatch").inner_text()
