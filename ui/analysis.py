@@ -37,8 +37,8 @@ from ui.common import (
     PAIR_INFO,
     PAIRS,
     ROOT,
-    STOPS,
     Parts,
+    Stops,
     UserError,
     bind,
     default_pair,
@@ -205,6 +205,9 @@ def calibration_views(choice: str) -> tuple:
     if cal is None:
         return gr.Plot(visible=False), gr.Plot(visible=False)
     return gr.Plot(unanimity_curve(cal), visible=True), gr.Plot(dims_figure(cal), visible=True)
+
+
+STOPS = Stops()  # the sessions whose live-sweep Stop was pressed (Explore's Stop has its own)
 
 
 def sweep_seconds(p, pair: str, due: list) -> int:

@@ -180,12 +180,11 @@ def draft_quant_choices() -> list[str]:
 
 
 class Stops:
-    """The sessions whose Stop was pressed while their run (Explore's run, or a live sweep) streams. Stop only marks
-    its session here; the run itself ends at its next round (or cell), showing what it did, and finishes as a run that
-    is done does. (Gradio's own `cancels`
-    left the page with the cancelled run still pending for a second or more after "Stopped" showed, and a Run pressed
-    then was dropped, or ran into a late "Error".) A run clears its session's mark as it starts and as it ends, so
-    nothing of one run is left for the next."""
+    """The sessions whose Stop was pressed while their run streams (Explore and the live sweep each keep their own).
+    Stop only marks its session here; the run itself ends at its next round (or cell), showing what it did, and
+    finishes as a run that is done does. (Gradio's own `cancels` left the cancelled run pending in the page for a
+    second or more after "Stopped" showed, and a Run pressed then was dropped, or ran into a late "Error".) A run
+    clears its session's mark as it starts and as it ends, so nothing of one run is left for the next."""
 
     def __init__(self):
         self._marked: set[str] = set()
@@ -202,9 +201,6 @@ class Stops:
     def __contains__(self, session: str | None) -> bool:
         with self._lock:
             return session in self._marked
-
-
-STOPS = Stops()
 
 
 def session_of(request: gr.Request | None) -> str | None:

@@ -24,8 +24,8 @@ from ui.common import (
     PAIR_CHOICES,
     PAIR_INFO,
     PAIRS,
-    STOPS,
     Parts,
+    Stops,
     UserError,
     bind,
     check_chat,
@@ -279,6 +279,7 @@ def tabs(above: dict) -> Parts:
 
 
 MAP_EVERY_S = 2.0  # while a run streams, the accept / reject maps are redrawn at most this often
+STOPS = Stops()  # the sessions whose Explore Stop was pressed (the Analysis tab's Stop has its own)
 
 
 # ---- handlers: each returns {component: value} for what it changes ------------------------------

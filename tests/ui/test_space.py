@@ -32,7 +32,7 @@ from dropmatch import embedded, models
 from dropmatch.config import DRAFT_QUANTS, SETTINGS
 from dropmatch.decode import generate
 from dropmatch.lab import live, sweep
-from ui import analysis, common, runs
+from ui import analysis, common, explore, runs
 
 ROOT = common.ROOT
 ZEROGPU_PYTHONS = ("3.10.13", "3.12.12")  # the Python versions ZeroGPU's documentation lists as supported
@@ -417,8 +417,6 @@ def test_on_zerogpu_the_page_says_what_a_run_asks_for(monkeypatch, noisy_pair):
     ZeroGPU counts them; only the draft loaded at start is offered."""
     import gradio as gr
 
-    from ui import explore
-
     monkeypatch.setattr(common, "zero_gpu", lambda: True)
     monkeypatch.setattr(explore, "zero_gpu", lambda: True)
     monkeypatch.setattr(runs, "model_pair", lambda pair, draft_quant="none": noisy_pair)
@@ -438,19 +436,19 @@ def test_stop_ends_a_live_sweep_after_its_cell_with_the_report_of_the_cells_done
     table hold the cells done; the GPU function is closed."""
     import gradio as gr
 
-    from ui.common import STOPS
-
     monkeypatch.setattr(analysis, "model_pair", lambda pair, draft_quant="none": noisy_pair)
     with gr.Blocks():
         a = analysis.layout()
     closed = watch_closing(monkeypatch, analysis, "decode_sweep")
     sweep = analysis.live_sweep(a, "mini_spec_bench", 2, "p_drop", "0.3", 8, "embedded", "visitor")
     next(sweep), next(sweep)  # "loading", then the first cell
-    STOPS.mark("visitor")
+    explore.STOPS.mark("visitor")  # Explore's Stop is not the sweep's
+    next(sweep)
+    analysis.STOPS.mark("visitor")
     last = list(sweep)
     note = last[-1][a["note"]]
-    assert len(last) == 1 and note.startswith("**Live sweep stopped** after 2 of 4 cells"), note
-    assert closed == [True] and "visitor" not in STOPS
+    assert len(last) == 1 and note.startswith("**Live sweep stopped** after 3 of 4 cells"), note
+    assert closed == [True] and "visitor" not in analysis.STOPS
     files = last[-1][a["files"]]
     assert any(f.endswith("report.html") for f in files) and any(f.endswith("table.csv") for f in files)
-    assert pd.read_csv(next(f for f in files if f.endswith("table.csv"))).shape[0] == 2, "the two cells done"
+    assert pd.read_csv(next(f for f in files if f.endswith("table.csv"))).shape[0] == 3, "the cells done"
