@@ -23,10 +23,8 @@ import transformers
 
 from dropmatch import llamacpp, metrics
 from dropmatch.config import (
-    CRITERION_NAMES,
     DRAFT_QUANTS,
     ENGINES,
-    KNOBS,
     METHODS,
     MODES,
     PAIR_SETTINGS,
@@ -42,6 +40,7 @@ from dropmatch.config import (
     check_setting,
     criterion_method,
 )
+from dropmatch.criteria import CRITERION_KNOBS, KNOBS, RULES
 from dropmatch.decode import cpu_bf16, cpu_name, generate
 from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
 from dropmatch.lab.paper import HEAD_COST_MS
@@ -107,7 +106,7 @@ SETTING_HELP = {
     "knob": "the relative's (or the truncation's) one setting; defaults: "
     + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in (KNOBS | TRUNCATION_KNOBS).items()),
 }
-CHOICES = {"criterion": (*CRITERION_NAMES, *TRUNCATION_CRITERIA), "mode": MODES}
+CHOICES = {"criterion": (*RULES, *TRUNCATION_CRITERIA), "mode": MODES}
 
 
 def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: str) -> None:
@@ -626,7 +625,7 @@ def _add_sweep(sub) -> None:
         action="append",
         metavar="NAME=V1,V2",
         help="a relative (or a truncation sampling of the target) and its knob values, e.g. typical=0.05,0.09,0.2 "
-        f"or min-p=0.05,0.1 (repeat for more); names: {', '.join(sweep.RULE_KNOBS)}",
+        f"or min-p=0.05,0.1 (repeat for more); names: {', '.join(CRITERION_KNOBS)}",
     )
     p.add_argument(
         "--methods",

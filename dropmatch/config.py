@@ -1,8 +1,9 @@
 """Every shared constant once, and one frozen, validated configuration for a decoding run.
 
 Importing this module pulls in no torch: the command line, the lab and the app read their choices
-(methods, modes, criteria, the settings and their ranges, the paper's setting) from here; raw user settings
-(the app's, the command line's) become a config through `DecodeConfig.from_settings`.
+(methods, modes, the settings and their ranges, the paper's setting) from here; raw user settings
+(the app's, the command line's) become a config through `DecodeConfig.from_settings`. The acceptance rules, with
+their knobs and reasons, are the registry's (`dropmatch.criteria.RULES`), which a config reads when it is checked.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 METHODS = ("target", "lossless", "dropmatch", "relative", "truncation")
 TARGET_ONLY_METHODS = ("target", "truncation")  # the methods that run no draft
 RELAXED_METHODS = ("dropmatch", "relative")  # the methods that run an acceptance rule
+KNOB_METHODS = ("relative", "truncation")  # the methods whose criterion may take a knob
 MODES = ("or", "replace")
 # the draft's weights: as loaded, int8 weight-only, or int4 in groups of 32 (CPU; dropmatch.quant)
 DRAFT_QUANTS = ("none", "int8", "int4")
@@ -23,9 +25,7 @@ TARGET_QUANTS = ("none", "int4")  # the target's body in 4 bits (its head stays 
 # What runs the models: torch (the reference, every device), or llama.cpp on the embedded pair's GGUF files with the
 # target's head in torch (dropmatch.llamacpp; optional, CPU)
 ENGINES = ("torch", "llama.cpp")
-# The registry's names, in the order the app lists them; dropmatch.criteria maps each to its rule.
-DROPMATCH_CRITERIA = ("js+majority", "js", "majority", "majority-strict", "naive")
-DEFAULT_CRITERION = DROPMATCH_CRITERIA[0]  # paper Algorithm 1
+DEFAULT_CRITERION = "js+majority"  # the paper's Algorithm 1 (the registry of rules is dropmatch.criteria.RULES)
 # The paper's setting (K 5, p_drop 0.3, Algorithm 1) at draft length 5: the centre every sweep varies around.
 PAPER_SETTING = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": DEFAULT_CRITERION}
 # The paper's Table 2: all K = 5 votes go to one token at 98.4% of HumanEval positions (Llama-3.1-70B, p_drop 0.3);
@@ -42,15 +42,6 @@ FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies
 # truncation sampling of the target alone (the quality reference at T > 0).
 SWEEP_METHODS = ("lossless", "dropmatch", "relative", "truncation")
 SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # what names one setting of a sweep
-# Why a drafted token is accepted, in order of precedence (when several accept, the first names it): the lossless
-# test; a tie (at T = 0 the draft's target logit equals the argmax's, so exact match rejects it only by index order,
-# and a relaxed rule accepts it: criteria.is_tie); DropMatch's criteria on the paths, the relatives' rules
-# (dropmatch.relatives gives each rule its reason; the three fuzzy rules share one). A drafted position no rule
-# accepts is `rejected`, one after it `skipped`.
-SEMANTIC_REASONS = ("js", "majority", "naive")
-RELATIVE_REASONS = ("fuzzy", "typical", "top-k", "mars", "fly", "ears", "cascade")
-ACCEPT_REASONS = ("exact", "tie", *SEMANTIC_REASONS, *RELATIVE_REASONS)
-DRAFT_REASONS = (*ACCEPT_REASONS, "rejected", "skipped")
 
 
 def bounded_int(name: str, value, lo: int, hi: int) -> int:
@@ -134,7 +125,9 @@ def sampling_temperature(temperature: float) -> float:
 
 @dataclass(frozen=True)
 class Knob:
-    """A relative's one setting: its name, default (from its source), inclusive range and meaning."""
+    """A rule's (or a truncation's) one setting: its name, default (from its source), inclusive range, meaning (true
+    at T = 0 and at T > 0), whole numbers only where `integer`; `strict` and `strict_greedy`, the values at which the
+    rule relaxes nothing when sampling and at T = 0 (None where no value does)."""
 
     name: str
     default: float
@@ -142,90 +135,25 @@ class Knob:
     hi: float
     meaning: str
     integer: bool = False
+    strict: float | None = None
+    strict_greedy: float | None = None
 
     def check(self, value) -> float:
         """`value` in range (a whole number where `integer`), or a ValueError naming the knob."""
         return float(Bound(self.lo, self.hi, self.integer).check(self.name, value))
 
 
-# The relatives: one knob each (dropmatch.relatives has each rule, its source and its equation). Defaults come
-# from the sources where they give one (FSD's README uses JS 0.4; Medusa's code epsilon 0.09; MARS's code
-# theta 0.9; vLLM's FLy entropy threshold 0.3); the KL and TV thresholds have none there and sit where they relax
-# about as often as DropMatch at its paper setting on the embedded pair; top-k starts at 2; EARS's beta has no
-# default known here (dropmatch.relatives.ears says why 0.5). The speculative cascades (dropmatch.cascades) take
-# the official notebook's demo lenience, 0.5, for both rules (it runs TokenV3 at 0.5; its function defaults, 0 for
-# TokenV3 and -1 for OPT, relax nothing greedy).
-LN2 = 0.6931471805599453
-KNOBS = {
-    "fuzzy-js": Knob("threshold", 0.4, 0.0, LN2, "accept when JS(p || q) <= threshold (nats); larger relaxes more"),
-    "fuzzy-kl": Knob("threshold", 1.0, 0.0, 100.0, "accept when KL(q || p) <= threshold (nats); larger relaxes more"),
-    "fuzzy-tv": Knob("threshold", 0.5, 0.0, 1.0, "accept when TV(p, q) <= threshold; larger relaxes more"),
-    "typical": Knob(
-        "epsilon", 0.09, 0.0, 1.0, "accept when p(d) > min(epsilon, sqrt(epsilon) * exp(-H(p))); smaller relaxes more"
-    ),
-    "top-k": Knob(
-        "k",
-        2,
-        1,
-        1000,
-        "accept d when it is among the target's k most likely tokens (ties in index order) and not its argmax, which "
-        "the lossless test decides; 1 relaxes nothing; larger relaxes more",
-        integer=True,
-    ),
-    "mars": Knob(
-        "theta",
-        0.9,
-        0.0,
-        1.0,
-        "where z2 / z1 > theta accept d if it is the target's top-1 or top-2, elsewhere the lossless test decides; "
-        "1 relaxes nothing; smaller relaxes more",
-    ),
-    "fly": Knob(
-        "theta",
-        0.3,
-        0.0,
-        1.1,
-        "defer a rejection when the top-3 entropy H3(p) >= theta (nats) and the next W = min(6, gamma - 1) drafts "
-        "pass the lossless test; above ln 3 = 1.0986 nothing is deferred; smaller relaxes more",
-    ),
-    "ears": Knob(
-        "beta",
-        0.5,
-        0.0,
-        2.0,
-        "accept when u < p(d) / q(d) + beta (1 - max p) (T = 0: when p(d) / q(d) + beta (1 - max p) >= 1); "
-        "0 is the lossless test; larger relaxes more",
-    ),
-    "cascade-token": Knob(
-        "alpha",
-        0.5,
-        -1.0,
-        1.0,
-        "keep d when it is in A = {v : p1(v) >= (1 - alpha) max p1} (T > 0: verify against q on A + (1 - q(A)) p, "
-        "which also tightens the test off A); below 0 A is empty, the lossless test; larger relaxes more",
-    ),
-    "cascade-opt": Knob(
-        "alpha",
-        0.5,
-        -10.0,
-        10.0,
-        "take the draft's distribution when max q1 >= max p1 - alpha TV(q, p), else the lossless test; below -1 "
-        "never at T = 0 or 1 (elsewhere only where TV(q, p) <= (max q1 - max p1) / |alpha|); larger relaxes more",
-    ),
-}
-RELATIVE_CRITERIA = tuple(KNOBS)
 # The statistics of p and q a drafted position's record keeps for the relatives (dropmatch.evidence computes them):
 # H(p), JS(p || q), KL(q || p), TV(p, q), z2 / z1, the top-3 entropy H3(p), d's place in the target's order (ties
 # in index order), and of the round's lossless test the run of accepts after the position, the draft length and
-# the uniform u; and the speculative cascades' p1(d), max p1, max q1 (T = 1 softmaxes) and TokenV3's edge. A
-# non-finite value is recorded as null: an infinite KL, a ratio that is undefined (z1 <= 0), u and the edge when
-# greedy (no draw).
+# the uniform u; the speculative cascades' p1(d), max p1, max q1 (T = 1 softmaxes), TokenV3's edge and the static
+# ensemble's edge. A non-finite value is recorded as null: an infinite KL, a ratio that is undefined (z1 <= 0), u and
+# TokenV3's edge when greedy (no draw), the ensemble's edge when sampling.
 RECORDED_STATISTICS = (
     *("entropy", "js_pq", "kl_qp", "tv", "margin", "h3", "order", "after", "gamma", "u"),
-    *("p1_d", "p1_max", "q1_max", "v3_edge"),
+    *("p1_d", "p1_max", "q1_max", "v3_edge", "ens_edge"),
 )
 NULL_MEANS = {"kl_qp": float("inf")}  # what a null statistic stands for (NaN where not listed)
-CRITERION_NAMES = (*DROPMATCH_CRITERIA, *RELATIVE_CRITERIA)
 # Truncation sampling of the target alone (dropmatch.truncation), as transformers' warpers: temperature first, then
 # top-k keeps the tokens at least as likely as the k-th (ties kept), min-p drops v with p_T(v) < min_p max p_T.
 # Defaults: transformers' top_k 50; min-p 0.1, a common setting (the warper has no default).
@@ -236,7 +164,24 @@ TRUNCATION_KNOBS = {
     "min-p": Knob("min_p", 0.1, 0.0, 1.0, "sample from {v : p_T(v) >= min_p max p_T}; 0 is plain target sampling"),
 }
 TRUNCATION_CRITERIA = tuple(TRUNCATION_KNOBS)
-METHOD_KNOBS = {"relative": KNOBS, "truncation": TRUNCATION_KNOBS}  # the methods whose criterion takes a knob
+
+
+def _rules():
+    """The registry of acceptance rules (dropmatch.criteria), read when a config is checked: importing this module
+    loads no torch, and the registry sits above it."""
+    from dropmatch import criteria
+
+    return criteria
+
+
+def criterion_knob(criterion: str) -> Knob | None:
+    """The knob a criterion takes (a rule's or a truncation's), or None."""
+    return TRUNCATION_KNOBS.get(criterion) or _rules().KNOBS.get(criterion)
+
+
+def criterion_names() -> tuple[str, ...]:
+    """Every criterion a run can name: the registry's rules, then the truncations of the target."""
+    return (*_rules().RULES, *TRUNCATION_CRITERIA)
 
 
 def criterion_method(criterion: str) -> str:
@@ -244,10 +189,10 @@ def criterion_method(criterion: str) -> str:
     the target, `relative` for the others."""
     if criterion in TRUNCATION_CRITERIA:
         return "truncation"
-    if criterion not in CRITERION_NAMES:
-        names = ", ".join((*CRITERION_NAMES, *TRUNCATION_CRITERIA))
-        raise ValueError(f"criterion must be one of {names}; got {criterion!r}")
-    return "dropmatch" if criterion in DROPMATCH_CRITERIA else "relative"
+    rules = _rules()
+    if criterion not in rules.RULES:
+        raise ValueError(f"criterion must be one of {', '.join(criterion_names())}; got {criterion!r}")
+    return "dropmatch" if criterion in rules.DROPMATCH_CRITERIA else "relative"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,12 +204,12 @@ class DecodeConfig:
         (one of DropMatch's relatives decides: Fuzzy SD, typical acceptance, top-k, MARS...) or `truncation`
         (the target alone, top-k or min-p sampled: the quality reference a relaxed rule must beat at T > 0).
     gamma: draft tokens proposed per round. K, p_drop: dropout paths and their rate.
-    criterion: a name in CRITERION_NAMES, of the method's family (DROPMATCH_CRITERIA for `dropmatch`,
-        RELATIVE_CRITERIA for `relative`, TRUNCATION_CRITERIA for `truncation`). mode: `or` accepts a draft
-        token when the lossless test OR the criterion accepts it; `replace` uses the criterion alone (a
-        speculative cascade's rule, which verifies against its own distribution, is the test itself: both modes
-        decode alike).
-    knob: a relative's or a truncation's one setting (METHOD_KNOBS; None takes its default, and the config
+    criterion: a rule of the registry (`dropmatch.criteria.RULES`) or a truncation, of the method's family
+        (DropMatch's criteria for `dropmatch`, the other rules for `relative`, TRUNCATION_CRITERIA for
+        `truncation`). mode: `or` accepts a draft token when the lossless test OR the criterion accepts it;
+        `replace` uses the criterion alone (a rule that verifies against its own distribution is the test itself:
+        both modes decode alike).
+    knob: a rule's or a truncation's one setting (`criterion_knob`; None takes its default, and the config
         keeps the value used); None for the other methods.
     temperature: 0 is greedy; > 0 samples (lossless uses rejection sampling).
     evidence: compute the K paths at every drafted position and record top-N distributions for
@@ -294,26 +239,27 @@ class DecodeConfig:
         for name, allowed in (
             ("method", METHODS),
             ("mode", MODES),
-            ("criterion", (*CRITERION_NAMES, *TRUNCATION_CRITERIA)),
+            ("criterion", criterion_names()),
             ("draft_quant", (None, *DRAFT_QUANTS)),
         ):
             if getattr(self, name) not in allowed:
                 names = ", ".join(str(a) for a in allowed if a is not None)
                 raise ValueError(f"{name} must be one of {names}; got {getattr(self, name)!r}")
         if self.method in (*RELAXED_METHODS, "truncation") and criterion_method(self.criterion) != self.method:
-            family = {"dropmatch": DROPMATCH_CRITERIA, "truncation": TRUNCATION_CRITERIA}.get(
-                self.method, RELATIVE_CRITERIA
+            rules = _rules()
+            family = {"dropmatch": rules.DROPMATCH_CRITERIA, "truncation": TRUNCATION_CRITERIA}.get(
+                self.method, rules.RELATIVE_CRITERIA
             )
             raise ValueError(
                 f"{self.criterion!r} is not a {self.method} criterion; use one of {', '.join(family)} "
                 f"(or method {criterion_method(self.criterion)!r})"
             )
-        if self.method in METHOD_KNOBS:
-            knob = METHOD_KNOBS[self.method][self.criterion]
+        knob = criterion_knob(self.criterion) if self.method in KNOB_METHODS else None
+        if knob is not None:
             value = knob.default if self.knob is None else knob.check(self.knob)
             object.__setattr__(self, "knob", int(value) if knob.integer else value)  # the value used, recorded
         elif self.knob is not None:
-            raise ValueError(f"knob is a relative's setting; {self.method} takes none (got {self.knob!r})")
+            raise ValueError(f"knob is a rule's setting; {self.method} {self.criterion} takes none (got {self.knob!r})")
         for name in RANGES:  # each number as its type (a whole float or a numeric string counts), in range
             object.__setattr__(self, name, check_setting(name, getattr(self, name)))
         vocab = self.draft_vocab
@@ -330,7 +276,7 @@ class DecodeConfig:
         for name in set(raw) & set(limits or {}):
             raw[name] = check_setting(name, raw[name], limits)
         knob = raw.pop("knob", None)
-        if method in METHOD_KNOBS and knob not in (None, ""):
+        if method in KNOB_METHODS and knob not in (None, ""):
             raw["knob"] = knob
         return cls(method=method, **raw)
 

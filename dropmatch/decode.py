@@ -264,63 +264,62 @@ class Decoder:
             return part, rule(part, self.cfg.knob)
 
     def _relax(self, round_: int, ev: Evidence, h, timer: Timer) -> Read:
-        """Per-position decisions with the rule (OR with lossless, or replacing it), read on the host with the
-        drafts, the lossless verdicts and the target's argmax at every verify position; and what each checked
-        position showed ({position: Checked}).
+        """Per-position decisions with the rule (joined with the lossless test as the rule joins it: `Rule.join`), read
+        on the host with the drafts, the lossless verdicts and the target's argmax at every verify position; and what
+        each checked position showed ({position: Checked}).
 
         Lazy (the default) checks only the positions the decision needs, in order, until the accepted prefix ends,
         and computes the K paths only for a rule that reads them. On the CPU it checks them one at a time and stops
         at the first rejection; on a GPU (`at_once`) it checks every drafted position in one head product and reads
         the decisions in one copy, then keeps the records of the positions a one-at-a-time run checks: the same
-        decisions and records, at one host sync. A rule with its own pi (the speculative cascades) is the
-        verification itself: it decides every position, in either mode. `evidence` checks every drafted position
-        at once, paths included for a relaxed method, so the inspector can show every rule; a lossless run gets the
-        relatives' statistics there too. Same decisions either way.
+        decisions and records, at one host sync. A rule that the lossless test backs (OR mode) is checked only where
+        that test rejects. `evidence` checks every drafted position at once, paths included for a relaxed method, so
+        the inspector can show every rule; a lossless run gets the relatives' statistics there too. Same decisions
+        either way.
         """
         cfg, rule, k = self.cfg, self.rule, len(ev.draft)
         plain = k == 0 or (rule is None and not cfg.evidence)
         if plain or (rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head()):
             seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})  # a rule adds nothing
             return Read(seen["draft"], seen["native"], list(seen["native"]), seen["argmax"], {})
-        joined = cfg.mode == "or" and (rule is None or rule.pi is None)  # the lossless test accepts on its own
-        if cfg.evidence or self.at_once:
+        backed = rule is None or not rule.alone(cfg.mode)  # the lossless test accepts on its own
+        at_once = cfg.evidence or self.at_once
+        if at_once:
             part, verdict = self._check(round_, ev, h, list(range(k)), timer)
             hits, parts = (None, {}) if verdict is None else (verdict.accept, verdict.components)
             seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax, "hits": hits, "parts": parts})
-            lossless, hits, parts = seen["native"], seen["hits"], seen["parts"]
-            accepts, found = list(lossless), {}
-            order = range(k) if cfg.evidence else [j for j in range(k) if not (joined and lossless[j])]
-            for j in order:
-                found[j] = Checked(evidence=part, row=j, components={name: v[j] for name, v in parts.items()})
-                if rule is not None:
-                    accepts[j] = (lossless[j] or hits[j]) if joined else hits[j]
-                if not cfg.evidence and not accepts[j]:
-                    break  # a one-at-a-time run stops here: it records no later position
-            return Read(seen["draft"], lossless, accepts, seen["argmax"], found)
-        seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})
+        else:
+            seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})
         lossless = seen["native"]
         accepts, found = list(lossless), {}
         for j in range(k):
-            if joined and lossless[j]:
-                continue
-            part, verdict = self._check(round_, ev, h, [j], timer)
-            hit, parts = fetch((verdict.accept[0], {name: v[0] for name, v in verdict.components.items()}))
-            found[j] = Checked(evidence=part, row=0, components=parts)
-            accepts[j] = (lossless[j] or hit) if joined else hit
-            if not accepts[j]:
-                break  # the accepted prefix ends here: later positions cannot matter
+            if backed and lossless[j] and not cfg.evidence:
+                continue  # the lossless test accepts it: nothing to check
+            if at_once:
+                row, hit = j, None if rule is None else seen["hits"][j]
+                components = {name: v[j] for name, v in seen["parts"].items()}
+            else:
+                part, verdict = self._check(round_, ev, h, [j], timer)
+                row, (hit, components) = 0, fetch((verdict.accept[0], {n: v[0] for n, v in verdict.components.items()}))
+            found[j] = Checked(evidence=part, row=row, components=components)
+            if rule is not None:
+                accepts[j] = rule.join(lossless[j], hit, cfg.mode)
+            if not cfg.evidence and not accepts[j]:
+                break  # the accepted prefix ends here: later positions cannot matter (and go unrecorded)
         return Read(seen["draft"], lossless, accepts, seen["argmax"], found)
 
     def _extra(self, ev: Evidence, a: int, argmax: list[int]) -> tuple[int, str]:
         """The token after the accepted prefix, from the unmasked head: the correction at the first rejected
-        position (the residual max(p - q, 0) when sampling, max(pi - q, 0) for a rule with its own pi), or the bonus
-        token after k accepted drafts. Greedy, it is the target's argmax there, already read."""
-        greedy, k = self.cfg.temperature <= 0, len(ev.draft)
+        position (the residual max(p - q, 0) when sampling, max(pi - q, 0) for a rule with its own pi; greedy, the
+        target's argmax there, already read, or the rule's own pick), or the bonus token after k accepted drafts."""
+        greedy, k, rule, knob = self.cfg.temperature <= 0, len(ev.draft), self.rule, self.cfg.knob
         if a < k:
-            own = self.rule is not None and self.rule.pi is not None
-            target = self.rule.pi(ev.rows([a]), self.cfg.knob)[0] if own and not greedy else ev.p[a]
-            tok = argmax[a] if greedy else residual_sample(target, ev.q[a], self.generator)
-            return tok, "correction"
+            if greedy:
+                own = rule is not None and rule.greedy_pick is not None
+                return (int(rule.greedy_pick(ev.rows([a]), knob)[0]) if own else argmax[a]), "correction"
+            own = rule is not None and rule.pi is not None
+            target = rule.pi(ev.rows([a]), knob)[0] if own else ev.p[a]
+            return residual_sample(target, ev.q[a], self.generator), "correction"
         tok = argmax[k] if greedy else self._sample_target(ev.p[k])
         return tok, "bonus" if self.draft is not None else "target"
 

@@ -2,7 +2,7 @@
 
 `Evidence` holds the tensors of P drafted positions and computes each statistic a rule needs only when asked
 (cached), so a rule pays for what it reads: DropMatch's rules read the K dropout paths (`heads.PathStats`);
-the relatives (`dropmatch.relatives`) read the statistics below. A round builds one (`decode.Decoder._round`):
+the other rules (`dropmatch.rules`) read the statistics below. A round builds one (`decode.Decoder._round`):
 the lossless test, the correction and the records read it, and `rows` cuts out the positions a rule checks.
 Nothing here loads a model.
 
@@ -17,7 +17,8 @@ when greedy: config.sampling_temperature) and the draft model's full distributio
 - `order`: d's place in the target's order with ties broken as argmax breaks them, by index (1 = the argmax)
 - `q_d`: q(d); `p_max`: max p, the target's top-1 probability (EARS)
 - `p1_d`, `p1_max`, `q1_max`: p1(d), max p1 and max q1 on the T = 1 softmaxes, whatever T (the speculative
-  cascades' deferral tests); `v3_edge`: where TokenV3's acceptance of a draft outside its set A ends (T > 0)
+  cascades' deferral tests); `v3_edge`: where TokenV3's acceptance of a draft outside its set A ends (T > 0);
+  `ens_edge`: the largest weight w at which d is the static ensemble's argmax (T = 0)
 
 and the round's own lossless test, which some rules read beside the statistics (FLy defers a rejection when the
 positions after it pass it; EARS widens its threshold with the same uniform draw):
@@ -206,7 +207,7 @@ class Evidence:
 
     @cached_property
     def v3_edge(self) -> torch.Tensor:
-        """TokenV3 at T > 0 (dropmatch.cascades.token_v3): with A = {v : p1(v) / max p1 >= 1 - alpha}, a draft
+        """TokenV3 at T > 0 (dropmatch.rules.own_distribution.token_v3): with A = {v : p1(v) / max p1 >= 1 - alpha}, a draft
         outside A passes u q(d) <= (1 - q(A)) p(d) iff the lossless test passes and 1 - alpha > this edge: the
         largest ratio p1(v) / max p1 above d's at which the draft mass of the tokens at or above it already rejects
         d, or d's own ratio where none does. NaN when greedy (no draw)."""
@@ -219,6 +220,25 @@ class Evidence:
         edge = levels.gather(-1, fails.to(torch.uint8).argmax(-1, keepdim=True)).squeeze(-1)  # the first failing one
         own = ratio.gather(-1, self.draft[:, None]).squeeze(-1)
         return torch.where(fails.any(-1) & (edge > own), edge, own)  # [P]
+
+    @cached_property
+    def ens_edge(self) -> torch.Tensor:
+        """The static ensemble at T = 0 (dropmatch.rules.own_distribution.ensemble): the largest weight w at which d is
+        argmax(w p1 + (1 - w) q1), ties broken by index as argmax breaks them; -1 where no w makes it so, 1 where
+        every w in [0, 1] does. A token v beats d at w when w a > (1 - w) b, a = p1(v) - p1(d), b = q1(d) - q1(v)
+        (at or from w = b / (a + b) for a + b > 0; >= for a lower index, which wins a tie). NaN when sampling.  # [P]"""
+        if self.u is not None:
+            return torch.full((len(self.draft),), float("nan"), device=self.device)
+        p, q = self.p1, self.q
+        a = p - self.p1_d[:, None]
+        b = self.q_d[:, None] - q
+        den = a + b
+        ratio = b / torch.where(den > 0, den, torch.ones_like(den))
+        lower = torch.arange(p.shape[-1], device=self.device)[None] < self.draft[:, None]  # wins a tie with d
+        ratio = torch.where(lower, torch.nextafter(ratio, torch.full_like(ratio, -math.inf)), ratio)
+        always = (den == 0) & torch.where(lower, b <= 0, b < 0)  # beats d at every w
+        edge = torch.where(den > 0, ratio, torch.where(always, -math.inf, math.inf))
+        return edge.min(-1).values.clamp(-1.0, 1.0)  # [P]
 
     @cached_property
     def h3(self) -> torch.Tensor:

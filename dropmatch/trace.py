@@ -21,17 +21,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from dropmatch.config import (
-    ACCEPT_REASONS,
-    CRITERION_NAMES,
-    DRAFT_REASONS,
-    RECORDED_STATISTICS,
-    RELATIVE_REASONS,
-    RELAXED_METHODS,
-    SEMANTIC_REASONS,
-    TARGET_ONLY_METHODS,
-    DecodeConfig,
-)
+from dropmatch.config import RECORDED_STATISTICS, RELAXED_METHODS, TARGET_ONLY_METHODS, DecodeConfig
+from dropmatch.criteria import ACCEPT_REASONS, DRAFT_REASONS, RULES, rule_reasons
 from dropmatch.schema import check_fields, check_value, parse_json
 
 KINDS = ("draft", "correction", "bonus", "target")
@@ -272,7 +263,8 @@ def _check_target(r: dict, where: str, config: DecodeConfig) -> None:
             f"{where}.p_argmax{_place(r)}: the token is the target's argmax, so p_argmax is its p, {p:.6g}; got "
             f"{top1:.6g}"
         )
-    if config.temperature == 0 and r["kind"] != "draft" and argmax not in (None, token):
+    own = r["kind"] == "correction" and _picks_own(config)
+    if config.temperature == 0 and r["kind"] != "draft" and argmax not in (None, token) and not own:
         raise ValueError(
             f"{where}.token_id{_place(r)}: at T = 0 a {r['kind']} token is the target's argmax, {argmax}; got {token}"
         )
@@ -332,20 +324,27 @@ def _check_paths(r: dict, where: str, config: DecodeConfig) -> None:
 
 def _accept_reasons(config: DecodeConfig) -> tuple[str, ...]:
     """Why a run of this method and mode accepts a draft: exact match alone without a rule; with one, a tie and the
-    rule's family of reasons too, and exact match unless a DropMatch criterion replaces it (a relative's may be a
-    cascade, whose own test names its exact matches `exact` in either mode)."""
-    relaxed = {"dropmatch": SEMANTIC_REASONS, "relative": RELATIVE_REASONS}.get(config.method)
-    if relaxed is None:
+    run's rule's own reasons too (`criteria.rule_reasons`), and exact match in OR mode (a rule that names its exact
+    matches itself, such as a cascade, lists `exact` among its own reasons, in either mode)."""
+    if config.method not in RELAXED_METHODS:
         return ("exact",)
-    return (*(("exact",) if config.mode == "or" or config.method == "relative" else ()), "tie", *relaxed)
+    own = rule_reasons(config.criterion)
+    return tuple(dict.fromkeys((*(("exact",) if config.mode == "or" else ()), *own)))
+
+
+def _picks_own(config: DecodeConfig) -> bool:
+    """Whether a greedy run's correction is its rule's own pick rather than the target's argmax (the static ensemble's
+    argmax of its mixture)."""
+    rule = RULES.get(config.criterion) if config.method in RELAXED_METHODS else None
+    return rule is not None and rule.greedy_pick is not None
 
 
 def _check_decision(r: dict, where: str, config: DecodeConfig) -> None:
     """A record's decision agrees with itself and with its run: its kind is one its method writes, a draft is accepted
-    exactly when its reason is an acceptance reason (config.ACCEPT_REASONS) its run gives (`_accept_reasons`), a greedy
-    exact match is the target's top-1 (the lossless test at T = 0 is d = argmax; at T > 0 it is a draw, which any rank
-    can pass), and the draft's own numbers (`_check_grounds`), lossless verdict (`_check_lossless`) and verdicts
-    (`_check_verdicts`) back the decision."""
+    exactly when its reason is an acceptance reason its run gives (`_accept_reasons`), a greedy exact match is the
+    target's top-1 (the lossless test at T = 0 is d = argmax; at T > 0 it is a draw, which any rank can pass), and
+    the draft's own numbers (`_check_grounds`), lossless verdict (`_check_lossless`) and verdicts (`_check_verdicts`)
+    back the decision."""
     kind, accepted, reason = r["kind"], r.get("accepted"), r["reason"]
     kinds = ("target",) if config.method in TARGET_ONLY_METHODS else ("draft", "correction", "bonus")
     if kind not in kinds:
@@ -455,7 +454,7 @@ def _check_verdicts(r: dict, where: str, config: DecodeConfig) -> None:
     exactly when the run's rule accepts it, its reason then the first of ACCEPT_REASONS its components hold; a
     rejected draft has no accepting verdict of the run's rule (a skipped one's are for display)."""
     verdicts = r.get("verdicts") or {}
-    unknown = sorted(set(verdicts) - {*CRITERION_NAMES, *ACCEPT_REASONS})
+    unknown = sorted(set(verdicts) - {*RULES, *ACCEPT_REASONS})
     if unknown:
         raise ValueError(
             f"{where}.verdicts{_place(r)}: {unknown[0]!r} is neither a rule in the registry nor an acceptance reason"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dropmatch.config import FACTORS, METHOD_KNOBS, PAPER_SETTING
-from dropmatch.criteria import RULES
+from dropmatch.config import FACTORS, KNOB_METHODS, PAPER_SETTING, TRUNCATION_KNOBS
+from dropmatch.criteria import CRITERION_KNOBS, RULES
 from dropmatch.metrics import pooled_tau
 
 
@@ -53,8 +53,7 @@ MEASURES = {
         "mean over runs of the mean log p of emitted tokens under the unmasked target",
     ),
 }
-RULE_KNOBS = {name: knob for knobs in METHOD_KNOBS.values() for name, knob in knobs.items()}  # relatives, truncations
-KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in RULE_KNOBS.items()}}
+KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in CRITERION_KNOBS.items()}}
 
 
 def centre(df: pd.DataFrame) -> dict:
@@ -93,7 +92,7 @@ def rule_name(row) -> str:
     name."""
     if row["method"] == "dropmatch":
         return f"DropMatch {row['criterion']}"
-    return row["criterion"] if row["method"] in METHOD_KNOBS else row["method"]
+    return row["criterion"] if row["method"] in KNOB_METHODS else row["method"]
 
 
 TRUNCATION_FAMILY = "the target alone (no draft)"
@@ -102,7 +101,7 @@ TRUNCATION_FAMILY = "the target alone (no draft)"
 def family_of(rule: str) -> str:
     """A curve's family (criteria.FAMILIES) from its name (`rule_name`): a rule's own, the target alone for a
     truncation, empty for lossless."""
-    if rule in METHOD_KNOBS["truncation"]:
+    if rule in TRUNCATION_KNOBS:
         return TRUNCATION_FAMILY
     entry = RULES.get(rule.removeprefix("DropMatch "))
     return entry.family if entry else ""
@@ -113,7 +112,7 @@ def knob_of(row) -> float:
     lossless."""
     if row["method"] == "dropmatch":
         return row["p_drop"]
-    return row["knob"] if row["method"] in METHOD_KNOBS else float("nan")
+    return row["knob"] if row["method"] in KNOB_METHODS else float("nan")
 
 
 def _aggregate(rows: pd.DataFrame) -> pd.Series:
@@ -232,7 +231,7 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
         basis = "the target alone, truncation-sampled (tau 1)"
         rows.append({"rule": p["rule"], "knob_name": p["knob_name"], "knob": p["knob"], "basis": basis, **p[SHOWN]})
     for rule, curve in points[points["method"] == "relative"].groupby("rule", sort=False):
-        knob = RULE_KNOBS[rule]
+        knob = CRITERION_KNOBS[rule]
         if len(curve) == 1:
             found = (float(curve["knob"].iloc[0]), "the only knob run here")
         else:

@@ -17,9 +17,9 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from dropmatch.criteria import CRITERION_KNOBS, RULES
 from dropmatch.sweep_tables import paired_p
 from dropmatch.tradeoff import (
-    RULE_KNOBS,
     at_knob,
     compared_rows,
     family_of,
@@ -208,7 +208,7 @@ def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, st
     at = curve[np.isclose(curve["tau"], tau, rtol=0, atol=1e-9)]
     if len(at):
         return float(at["score"].iloc[0]), "measured there"
-    integer = RULE_KNOBS[rule].integer if rule in RULE_KNOBS else False
+    integer = CRITERION_KNOBS[rule].integer if rule in CRITERION_KNOBS else False
     found = matched_knob(curve, tau, integer)
     if found is None:
         return float("nan"), f"not reached (tau {curve['tau'].min():.2f}-{curve['tau'].max():.2f})"
@@ -247,6 +247,21 @@ def headline(df: pd.DataFrame, p_drops=REFERENCE_P_DROPS) -> pd.DataFrame:
     for p, tau in taus.items():
         result.insert(len(result.columns), f"tau_at_p{p:g}", tau)
     return result
+
+
+def greedy(df: pd.DataFrame) -> bool:
+    """Whether a sweep's rows decoded at T = 0 (a recording without a temperature column did)."""
+    return "temperature" not in df or bool((df["temperature"].fillna(0) == 0).all())
+
+
+def shown_rules(table: pd.DataFrame, greedy_: bool) -> pd.DataFrame:
+    """A table as it is shown: each rule whose T = 0 behaviour is this project's reading of its source (EARS, typical
+    acceptance, MARS, lenience) named "(greedy reading)" in a greedy table (`Rule.shown_name`)."""
+    out = table.copy()
+    for column in ("rule", "rule_a", "rule_b"):
+        if column in out:
+            out[column] = [RULES[r].shown_name(greedy_) if r in RULES else r for r in out[column]]
+    return out
 
 
 def within_bar_band(score_lossless: float) -> tuple[float, float]:

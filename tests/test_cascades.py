@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from dropmatch.cascades import opt_pi, token_v3_pi
-from dropmatch.config import KNOBS, DecodeConfig
-from dropmatch.criteria import RULES
+from dropmatch.config import DecodeConfig
+from dropmatch.criteria import KNOBS, RULES
 from dropmatch.decode import generate
 from dropmatch.evidence import Evidence
+from dropmatch.rules.own_distribution import opt_pi, token_v3_pi
 
 P = [0.5, 0.3, 0.15, 0.05]  # the target at T = 1: ratios to its top 1, 0.6, 0.3, 0.1
 
@@ -157,13 +157,11 @@ def test_a_record_keeps_what_the_inspector_re_decides_from(noisy_pair):
 
 def test_the_explanations_say_what_decided():
     ev = evidence(P, [0.1, 0.2, 0.6, 0.1], draft=2, u=0.18)
-    said = {s: float(ev[s][0]) for s in RULES["cascade-token"].shows}
-    line = RULES["cascade-token"].explain(said, 0.5)
+    line = RULES["cascade-token"].line(ev, 0.5)
     assert line.startswith("p₁(d) 0.15 vs (1 − α)·max p₁ 0.25: outside A") and "1 − α > 0.6" in line
-    assert "in A" in RULES["cascade-token"].explain(said, 0.75)
+    assert "in A" in RULES["cascade-token"].line(ev, 0.75)
     greedy = evidence(P, [0.1, 0.2, 0.6, 0.1], draft=2)
-    said = {s: float(greedy[s][0]) for s in RULES["cascade-opt"].shows}
-    assert RULES["cascade-opt"].explain(said, 0.2) == "max q₁ 0.6 vs max p₁ − α = 0.3: π = q (the draft's)"
+    assert RULES["cascade-opt"].line(greedy, 0.2) == "max q₁ 0.6 vs max p₁ − α = 0.3: π = q (the draft's)"
 
 
 def _first_tokens(pair, prompt: str, name: str, alpha: float, runs: int) -> list[int]:

@@ -25,7 +25,7 @@ from dropmatch.models import DEFAULT_DRAFT
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["generate", "--prompt", "hi", "--criterion", "typical", "--knob", "5"], "epsilon must lie in [0, 1]"),
         (["generate", "--prompt", "hi", "--method", "dropmatch", "--criterion", "mars"], "'mars' is not a dropmatch"),
-        (["sweep", "--suite", "humaneval", "--out", "x", "--rule", "bogus=1"], "NAME one of fuzzy-js"),
+        (["sweep", "--suite", "humaneval", "--out", "x", "--rule", "bogus=1"], "NAME one of typical, top-k"),
         (["matched", "--from", "tests/data/sweep_small"], "no relative ran on mini_spec_bench"),
         (["calibrate", "--suite", "humaneval", "--target-unanimity", "2"], "target unanimity must lie in [0, 1]"),
         (["generate", "--prompt", "hi", "--max-new-tokens", "3000"], "max new tokens must be an integer in [1, 2048]"),

@@ -1,5 +1,5 @@
 """The shared constants and the validated config: ranges, clear errors, the one boundary from raw settings, and no
-torch needed to build one."""
+torch needed to import it (checking a config's rule reads the registry, which does)."""
 
 import subprocess
 import sys
@@ -7,20 +7,27 @@ import sys
 import pytest
 
 from dropmatch.config import (
-    CRITERION_NAMES,
     RANGES,
     SETTINGS,
+    TRUNCATION_CRITERIA,
     DecodeConfig,
     bounded_float,
     bounded_int,
     check_setting,
+    criterion_names,
 )
 from dropmatch.criteria import RULES
 from dropmatch.decode import position_generator
 
 
-def test_the_registry_serves_exactly_the_configured_names():
-    assert tuple(RULES) == CRITERION_NAMES
+def test_a_config_names_exactly_the_registrys_rules_and_the_truncations():
+    assert criterion_names() == (*RULES, *TRUNCATION_CRITERIA)
+    for name, rule in RULES.items():  # each rule's knob: its default and its strict value lie in its range
+        if rule.knob is not None:
+            assert rule.knob.check(rule.knob.default) == rule.knob.default, name
+            for strict in (rule.knob.strict, rule.knob.strict_greedy):
+                assert strict is None or rule.knob.check(strict) == strict, name
+            assert DecodeConfig(method="relative", criterion=name).knob == rule.knob.default, name
 
 
 @pytest.mark.parametrize(
@@ -41,7 +48,7 @@ def test_the_registry_serves_exactly_the_configured_names():
         ({"method": "relative", "criterion": "top-k", "knob": 2.5}, "k must be an integer in [1, 1000]"),
         ({"method": "relative", "criterion": "fuzzy-js", "knob": 0.9}, "threshold must lie in [0, 0.693147]"),
         ({"method": "relative", "criterion": "typical", "knob": "nan"}, "epsilon must lie in [0, 1]"),
-        ({"method": "dropmatch", "knob": 0.1}, "knob is a relative's setting; dropmatch takes none"),
+        ({"method": "dropmatch", "knob": 0.1}, "knob is a rule's setting; dropmatch js+majority takes none"),
     ],
 )
 def test_bad_values_are_clear_errors(kwargs, message):
@@ -130,6 +137,6 @@ def test_every_range_is_checked_in_one_place():
     assert set(SETTINGS) <= {f for f in DecodeConfig.__dataclass_fields__}
 
 
-def test_building_a_config_imports_no_torch():
-    code = "import sys, dropmatch.config as c; c.DecodeConfig(seed=3); assert 'torch' not in sys.modules"
+def test_importing_the_config_imports_no_torch():
+    code = "import sys, dropmatch.config as c; c.RANGES['seed'].check('seed', 3); assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -57,6 +57,15 @@ CASES = {
     "noisy:cascade_opt": (ADD, {"method": "relative", "criterion": "cascade-opt", "knob": 0.0, "max_new_tokens": 32}),
     "noisy:cascade_opt_sampled": (FOX, {"method": "relative", "criterion": "cascade-opt", "knob": 0.0,
                                         "temperature": 0.3, "seed": 2, "max_new_tokens": 32}),
+    "noisy:ensemble": (ADD, {"method": "relative", "criterion": "ensemble", "knob": 0.3, "evidence": True,
+                             "max_new_tokens": 32}),
+    "noisy:ensemble_sampled": (ONCE, {"method": "relative", "criterion": "ensemble", "knob": 0.5, "temperature": 0.7,
+                                      "seed": 4, "max_new_tokens": 32}),
+    "noisy:lenience_sampled": (ONCE, {"method": "relative", "criterion": "lenience", "knob": 0.5, "temperature": 0.7,
+                                      "seed": 4, "max_new_tokens": 32}),
+    "noisy:lenience": (FOX, {"method": "relative", "criterion": "lenience", "knob": 0.5, "max_new_tokens": 32}),
+    "noisy:tie_only_replace": (FOX, {"method": "relative", "criterion": "tie-only", "mode": "replace",
+                                     "max_new_tokens": 32}),
 }  # fmt: skip
 
 

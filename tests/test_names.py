@@ -1,34 +1,43 @@
-"""The names every layer shares (methods, reasons, setting columns) are declared once, in dropmatch.config; the
-tables each layer keeps beside them (colours, labels, the registry's reasons) cover exactly those names."""
+"""The names every layer shares (methods, setting columns) are declared once, in dropmatch.config, and every
+acceptance reason once, by the rule that gives it (dropmatch.criteria collects them); the tables each layer keeps
+beside them (colours, labels, marks) cover exactly those names."""
 
 from __future__ import annotations
 
-from dropmatch import cascades
-from dropmatch.config import (
+from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
+from dropmatch.criteria import (
     ACCEPT_REASONS,
     DRAFT_REASONS,
+    REASONS,
     RELATIVE_REASONS,
+    RULES,
     SEMANTIC_REASONS,
-    SETTING_COLUMNS,
-    SWEEP_METHODS,
+    accept_reason,
 )
-from dropmatch.criteria import accept_reason
 from dropmatch.lab.sweep import COLUMNS
-from dropmatch.relatives import RELATIVES
 from dropmatch.trace import KINDS
 from viz.sweep import COLORS
-from viz.theme import OUTPUT_REASONS, REASON_COLORS, REASON_HELP, REASON_LABELS, RELAXED
+from viz.theme import CELL_MARKS, OUTPUT_REASONS, REASON_COLORS, REASON_HELP, REASON_LABELS, RELAXED, RULE_COLORS
 
 
-def test_every_relative_accepts_for_a_declared_reason_and_every_declared_reason_has_a_relative():
-    assert {rel.reason for rel in RELATIVES.values()} | {cascades.REASON} == set(RELATIVE_REASONS)
+def test_every_reason_is_some_rules_and_every_rule_accepts_for_its_own_reasons():
+    given = {reason.name for rule in RULES.values() for reason in rule.reasons}
+    assert set(ACCEPT_REASONS) == given | {"exact", "tie"}
+    for name, rule in RULES.items():  # a reason's object is the registry's, whichever rule lists it
+        assert all(REASONS[reason.name] is reason for reason in rule.reasons), name
 
 
-def test_the_lossless_test_comes_first_then_the_paths_then_the_relatives():
+def test_the_lossless_test_comes_first_then_a_tie_then_a_rules_reasons_in_its_order():
     assert accept_reason(True, {"js": True, "typical": True}) == "exact"
-    assert accept_reason(False, {"naive": True, "majority": True, "mars": True}) == "majority"
-    assert accept_reason(False, {"typical": True, "fuzzy": True}) == "fuzzy"
+    assert accept_reason(False, {"tie": True, "js": True}) == "tie"
+    assert accept_reason(False, {"naive": True, "majority": True, "js": True}) == "js"  # Algorithm 1: JS, else votes
     assert accept_reason(False, {"rejected": True}) is None  # not a reason anything is accepted for
+
+
+def test_every_reason_and_every_rule_has_a_colour_and_distinct_marks():
+    assert set(RULE_COLORS) >= set(RULES)
+    marks = [m for m in CELL_MARKS.values()]
+    assert len(marks) == len(set(marks)), "two reasons share a mark: the maps would not tell them apart"
 
 
 def test_the_theme_colours_labels_and_explains_every_reason_a_record_can_carry():

@@ -64,6 +64,20 @@ def test_p_drop_zero_equals_lossless_real_pair(real_pair_f32, prompt, chat):
     assert metrics.compute(dm)["relaxed_share"] == 0.0
 
 
+def test_the_static_ensemble_decodes_as_transformers_own_on_the_embedded_pair(real_pair_f32):
+    """transformers' `assistant_ensemble_weight`, this project's pinned dependency, is the reference: in float32
+    greedy the registry's ensemble emits the same tokens, and it relaxes (it is not lossless by accident)."""
+    from test_rule_entries import transformers_ensemble
+
+    relaxed = 0
+    for prompt, chat in PROMPTS[:2]:
+        config = DecodeConfig(method="relative", criterion="ensemble", knob=0.3, max_new_tokens=N)
+        ours = generate(real_pair_f32, prompt, config, chat)
+        assert ours.token_ids == transformers_ensemble(real_pair_f32, prompt, 0.3, 5, N, chat), prompt
+        relaxed += sum(r.reason == "ensemble" for r in ours.records)
+    assert relaxed > 0
+
+
 def test_caches_are_cut_to_the_accepted_length(real_pair_f32):
     ids = encode_prompt(real_pair_f32.tokenizer, PROMPTS[0][0])
     decoder = Decoder(real_pair_f32, DecodeConfig(method="dropmatch", max_new_tokens=N), ids)

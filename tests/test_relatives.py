@@ -7,10 +7,9 @@ import math
 import pytest
 import torch
 
-from dropmatch.config import KNOBS
-from dropmatch.criteria import REASONS, RULES
+from dropmatch.criteria import KNOBS, REASONS, RULES
 from dropmatch.evidence import Evidence
-from dropmatch.relatives import RELATIVES, typical_bound
+from dropmatch.rules.target_only import typical_bound
 
 
 def evidence(
@@ -201,19 +200,28 @@ def test_typical_explains_its_decision_by_the_bound_it_decides_by(epsilon):
     bound = float(typical_bound(ev["entropy"], epsilon)[0])
     assert bound == pytest.approx(min(epsilon, math.sqrt(epsilon) * math.exp(-H)), rel=1e-6)
     assert accepts("typical", ev, epsilon) is (p_d > bound)
-    assert f"vs bound {bound:.3g} " in RULES["typical"].explain({"p_d": p_d, "entropy": H}, epsilon)
+    assert f"vs bound {bound:.3g} " in RULES["typical"].line(ev, epsilon)
+    accepted, numbers = RULES["typical"].reading(ev, epsilon)
+    assert accepted is (p_d > bound) and numbers["bound"] == pytest.approx(bound)  # the verdict carries its bound
 
 
-def test_every_relative_is_one_registry_entry_with_its_presentation():
-    """A relative's RELATIVES entry is all the registry needs: its rule decides as its test, and carries its title,
-    its reads, its knob and a legend entry for its reason."""
-    ev = evidence([0.5, 0.3, 0.2], q=[0.2, 0.3, 0.5], draft=1)
-    for name, rel in RELATIVES.items():
-        rule = RULES[name]
-        assert rule.reads == rel.reads and rule.knob is KNOBS[name] and rule.label == f"Relative: {rel.title}"
-        assert rule(ev).accept.tolist() == rel.test(ev, KNOBS[name].default).tolist()
-        assert REASONS[rel.reason].word == rel.reason_word and REASONS[rel.reason].family == "relative"
-        assert rule.explain({s: float(ev[s][0]) for s in rule.shows}, KNOBS[name].default)
+def test_every_rule_but_dropmatchs_is_one_entry_that_decides_explains_and_draws_from_its_own_numbers():
+    """A rule is all the registry needs: it decides at its default knob, its reasons are in the legend, and its explain
+    line and figure read the statistics it shows and the numbers its verdict computed, nothing else."""
+    greedy = evidence([0.5, 0.3, 0.2], q=[0.2, 0.3, 0.5], draft=1)
+    sampled = evidence([0.5, 0.3, 0.2], q=[0.2, 0.3, 0.5], draft=1, u=0.7)
+    for name, rule in RULES.items():
+        if rule.needs_paths:
+            continue
+        assert rule.label.endswith(rule.title) and rule.color.startswith("#")
+        assert all(REASONS[reason.name] is reason for reason in rule.reasons)
+        for ev in (greedy, sampled):
+            assert rule(ev).accept.tolist() == rule(ev, rule.setting(None)).accept.tolist()
+            accepted, numbers = rule.reading(ev)
+            assert set(numbers) >= set(rule.shows)
+            assert rule.explain(numbers, rule.setting(None))
+            what, panels = rule.figure(numbers, rule.setting(None), accepted)
+            assert what and panels, name
 
 
 FLAT, SURE = [0.4, 0.3, 0.2, 0.1], [0.97, 0.01, 0.01, 0.01]  # H3 1.0496 and 0.1216 nats
@@ -335,7 +343,7 @@ def test_ears_accepts_a_superset_of_the_lossless_test():
 @pytest.mark.parametrize("name", ["fly", "ears"])
 def test_the_new_rules_explain_what_they_read(name):
     ev = round_of([FLAT] * 5, [3, 0, 0, 0, 0], gamma=5, u=[0.9, 0.1, 0.1, 0.1, 0.1])  # 0.9 * 0.25 > p(d) 0.1
-    line = RULES[name].explain({s: float(ev[s][0]) for s in RULES[name].shows}, KNOBS[name].default)
+    line = RULES[name].line(ev)
     want = (
         "H3 1.05 vs θ 0.3; lossless rejects d; it accepts the next 4 in a row (window W 4" if name == "fly" else "u 0.9"
     )

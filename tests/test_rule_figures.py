@@ -16,10 +16,11 @@ import plotly.graph_objects as go
 import pytest
 
 import viz
-from dropmatch.criteria import RULES
-from dropmatch.relatives import typical_bound
+from dropmatch.criteria import DROPMATCH_CRITERIA, RULES
+from dropmatch.rules.target_only import typical_bound
 from dropmatch.trace import TokenRecord, Trace
 from viz import distributions, rule_test
+from viz.panels import REFERENCE
 from viz.rules import decide
 from viz.theme import ACCEPT_COLOR, REJECT_COLOR, legend_html
 
@@ -39,6 +40,9 @@ FIRST_BAR = {
     "ears": lambda n: n["p_d"] / n["q_d"],
     "cascade-token": lambda n: n["p1_d"],
     "cascade-opt": lambda n: n["q1_max"],
+    "lenience": lambda n: n["p_d"] / n["q_d"],
+    "tie-only": lambda n: n["rank"],
+    "ensemble": lambda n: n["ens_edge"],
 }
 
 
@@ -150,7 +154,7 @@ def test_top_k_marks_k_and_the_draft_among_the_targets_top_tokens():
         assert list(ranking.y) == pytest.approx(top["target"])
         colors = list(ranking.marker.color)
         assert colors[2] == (ACCEPT_COLOR if accepts else REJECT_COLOR)  # the draft token's bar
-        assert colors.count(rule_test.REFERENCE) == 3
+        assert colors.count(REFERENCE) == 3
         assert fig.layout.meta["knob"] == k and f"target top-k, k {k}:" in title(fig)
         assert_every_mark_says_what_it_is(fig)
 
@@ -189,16 +193,19 @@ def test_every_relative_decides_as_the_registry_and_draws_the_records_numbers(ex
         r for reason in ("exact", "js", "rejected", "skipped") for r in [d for d in drafts if d.reason == reason][:2]
     ]
     assert {r.reason for r in drafts} == {"exact", "js", "rejected", "skipped"}
-    for name in RELATIVES:
+    recorded = set(viz.rules.numbers(drafts[0]))
+    relatives = [name for name, rule in RULES.items() if not rule.needs_paths and set(rule.reads) <= recorded]
+    assert set(RULES) - set(relatives) - set(DROPMATCH_CRITERIA) == {"ensemble"}  # recorded before its statistic
+    for name in relatives:
         run = run_as(example, method="relative", criterion=name, knob=None)
-        knob = RULES[name].knob.default
+        knob = RULES[name].setting(None)
         for rec in drafts:
             fig = viz.rule_test_figure(run, rec)
             assert fig.layout.meta["rule"] == name and fig.layout.meta["knob"] == knob
             assert fig.layout.meta["verdict"] == decide(rec, name, knob), (name, rec.pos)
             if rec.verdicts and name in rec.verdicts:
                 assert fig.layout.meta["verdict"] == rec.verdicts[name]  # what the decoder decided there
-            numbers = viz.rules.shown_numbers(rec, example.config["K"])
+            numbers = viz.rules.reading(rec, name, knob, example.config["K"])[1]
             value, first = FIRST_BAR[name](numbers), bars(fig)[0]
             if math.isnan(value):  # MARS's ratio where z1 <= 0: undefined, drawn as nothing
                 assert first.y[0] == 0 and first.text[0] == "—"
@@ -281,7 +288,7 @@ def test_a_relatives_caption_names_its_rule_knob_and_reading(example):
     run = run_as(example, method="relative", criterion="typical", knob=0.3)
     text = viz.caption(run, rec)
     assert "Rule of this run: **typical acceptance (Medusa)**, epsilon 0.3 (OR the lossless test)." in text
-    assert RULES["typical"].explain(viz.rules.shown_numbers(rec, 5), 0.3) in text
+    assert RULES["typical"].explain(viz.rules.reading(rec, "typical", 0.3, 5)[1], 0.3) in text
     correction = next(r for r in example.records if r.kind == "correction" and r.round == rec.round)
     assert "At this draft: " in viz.caption(run, correction)  # the draft it replaced
     cascade = viz.caption(run_as(example, method="relative", criterion="cascade-opt", knob=None), rec)

@@ -72,9 +72,9 @@ def test_the_panel_shows_each_registry_entrys_label_and_explanation(relative_tra
     assert all(html.escape(entry.label) in page for entry in (LOSSLESS, *RULES.values()))
     K, votes = relative_trace.config["K"], dict(rec.votes)
     said = {
-        "typical": RULES["typical"].explain({"p_d": rec.p, "entropy": rec.rule_stats["entropy"]}, 0.3),
-        "top-k": RULES["top-k"].explain({"order": rec.rule_stats["order"], "native": rec.lossless}, 2),
-        "fuzzy-tv": RULES["fuzzy-tv"].explain({"tv": rec.rule_stats["tv"]}, RULES["fuzzy-tv"].knob.default),
+        "typical": RULES["typical"].explain(rules.reading(rec, "typical", 0.3)[1], 0.3),
+        "top-k": RULES["top-k"].explain(rules.reading(rec, "top-k", 2)[1], 2),
+        "fuzzy-tv": RULES["fuzzy-tv"].explain(rules.reading(rec, "fuzzy-tv")[1], RULES["fuzzy-tv"].knob.default),
         "js": RULES["js"].explain({"js_draft": rec.js_draft, "threshold": rec.threshold}),
         "naive": RULES["naive"].explain({"votes_d": votes.get(rec.token_id, 0), "votes_top": rec.votes[0][1], "K": K}),
         "lossless": LOSSLESS.explain({"target_rank": rec.target_rank}),

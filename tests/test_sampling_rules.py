@@ -1,8 +1,9 @@
 """Every relaxed rule when sampling (T 0.7): at its strictest knob the decoder still samples from the target (a
 chi-square on the first emitted token over a thousand seeded decodes, as the lossless test in tests/test_decode.py),
 and at its default knob it relaxes the way its source says: it accepts drafts lossless rejects, which moves the
-output toward the draft's distribution. Typical acceptance has no lossless knob: what it does at its strictest is
-stated in docs/algorithm.md (its strictest epsilon, 1, still accepts a token with p(d) > exp(-H))."""
+output toward the draft's distribution. Typical acceptance and OPT have no knob that is lossless when sampling: what
+they do at their strictest is stated in docs/algorithm.md (typical's strictest epsilon, 1, still accepts a token with
+p(d) > exp(-H))."""
 
 from __future__ import annotations
 
@@ -85,17 +86,17 @@ def sample(pair: ModelPair, prompt: str, gamma: int = 1, **config) -> Sample:
     )
 
 
-# rule -> (config at its strictest knob, draft length): a window for FLy to look at (W = min(6, gamma - 1) = 2)
+# rule -> (config at the knob its entry calls strict when sampling, draft length): every rule that has one (the tie-only
+# control has no knob and relaxes nothing at T > 0), a window for FLy to look at (W = min(6, gamma - 1) = 2), and
+# DropMatch's JS at p_drop 0
 STRICTEST = {
-    "fuzzy-js": ({"method": "relative", "criterion": "fuzzy-js", "knob": 0.0}, 1),
-    "fuzzy-kl": ({"method": "relative", "criterion": "fuzzy-kl", "knob": 0.0}, 1),
-    "fuzzy-tv": ({"method": "relative", "criterion": "fuzzy-tv", "knob": 0.0}, 1),
-    "top-k": ({"method": "relative", "criterion": "top-k", "knob": 1}, 1),
-    "mars": ({"method": "relative", "criterion": "mars", "knob": 1.0}, 1),
-    "fly": ({"method": "relative", "criterion": "fly", "knob": 1.1}, 3),
-    "ears": ({"method": "relative", "criterion": "ears", "knob": 0.0}, 1),
-    "js": ({"method": "dropmatch", "criterion": "js", "p_drop": 0.0}, 1),
-}
+    name: (
+        {"method": "relative", "criterion": name, "knob": None if rule.knob is None else rule.knob.strict},
+        3 if name == "fly" else 1,
+    )
+    for name, rule in RULES.items()
+    if not rule.needs_paths and (rule.knob is None or rule.knob.strict is not None)
+} | {"js": ({"method": "dropmatch", "criterion": "js", "p_drop": 0.0}, 1)}
 
 
 @pytest.mark.parametrize("rule", sorted(STRICTEST))

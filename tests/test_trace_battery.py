@@ -113,10 +113,11 @@ BATTERY = [
         "records[31].reason (round 5, pos 2): 'majority'",
     ),
     (
-        "naive reason, no path votes for it",
+        "naive reason, in a run whose rule never gives it",
         "dropmatch",
         edit(("records", 31, "reason", "naive")),
-        "records[31].reason (round 5, pos 2): 'naive'",
+        "records[31].reason (round 5, pos 2): a dropmatch run accepts a draft as exact / tie / js / majority; got "
+        "'naive'",
     ),
     (
         "tie reason, not the target's top-1",

@@ -10,7 +10,8 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
-from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, SETTING_COLUMNS
+from dropmatch.config import FACTORS, PAPER_SETTING, SETTING_COLUMNS
+from dropmatch.criteria import KNOBS
 from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe
 from dropmatch.lab.live import (

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from dropmatch.config import DROPMATCH_CRITERIA, PAPER_UNANIMITY
+from dropmatch.config import PAPER_UNANIMITY
+from dropmatch.criteria import DROPMATCH_CRITERIA
 from viz.theme import METHOD_COLORS, message_figure, style
 
 HEIGHT = 420

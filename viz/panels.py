@@ -1,53 +1,27 @@
 """Test figures' one shape: bars (a statistic, with values to compare it with) against the dashed lines they are
-tested against, one panel per part of a test, stacked so that each stays readable on a 390 px wide screen."""
+tested against, one panel per part of a test, stacked so that each stays readable on a 390 px wide screen. The panels
+are data (`dropmatch.rules.base.Panel`): a rule's figure gives them from its numbers, this module draws them."""
 
 from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dropmatch.evidence import shown
+from dropmatch.rules.base import Bar, Panel
 from viz.theme import ACCEPT_COLOR, REJECT_COLOR, style
 
 REFERENCE = "#94a3b8"  # a bar drawn for comparison, tested against nothing
 LINE = "#374151"
 
 
-@dataclass(frozen=True)
-class Bar:
-    """One bar: its tick label, its value, what its hover says, its colour."""
-
-    label: str
-    value: float
-    hover: str
-    color: str = REFERENCE
-
-
-@dataclass(frozen=True)
-class Line:
-    """A value bars are tested against: its label (written at its right end), value and hover."""
-
-    label: str
-    value: float
-    hover: str
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One row of a test figure: its bars, the lines they are tested against, and the y-axis title."""
-
-    bars: tuple[Bar, ...]
-    lines: tuple[Line, ...]
-    axis: str
-
-
-def holds(ok: bool | None) -> str:
-    """A tested bar's colour: green where its part of the test holds, red where not, grey where unknown."""
-    return REFERENCE if ok is None else ACCEPT_COLOR if ok else REJECT_COLOR
+def color(bar: Bar) -> str:
+    """A bar's colour: green where its part of the test holds, red where not, grey where it is tested against nothing
+    (or its verdict is unknown)."""
+    return REFERENCE if bar.holds is None else ACCEPT_COLOR if bar.holds else REJECT_COLOR
 
 
 def _drawn(value: float, top: float) -> float:
@@ -66,8 +40,8 @@ def _draw(fig: go.Figure, panel: Panel, row: int) -> None:
     bar = go.Bar(
         x=x,
         y=[_drawn(b.value, top) for b in panel.bars],
-        marker_color=[b.color for b in panel.bars],
-        text=["" if crowded and b.color == REFERENCE else shown(b.value) for b in panel.bars],
+        marker_color=[color(b) for b in panel.bars],
+        text=["" if crowded and b.holds is None else shown(b.value) for b in panel.bars],
         textposition="outside",
         cliponaxis=False,
         customdata=[b.hover for b in panel.bars],

@@ -1,28 +1,24 @@
 """The inspector's test figure: the test of the rule that ran at one token, drawn from the numbers its record holds.
 
-A relative's test is its statistic against its knob, as the registry states it (`dropmatch.criteria.RULES`: the
-numbers it `shows`, its `explain` line, its verdict as `viz.rules.decide` recomputes it, the bound functions the
-decoder ran); DropMatch's is the JS test (`viz.inspector.js_figure`, unchanged). A lossless run's, and a relaxed
+A relative's test is its own figure (`Rule.figure`), drawn from the numbers its verdict computed at the record
+(`viz.rules.reading`: the same decision function the decoder ran) and the record's own; DropMatch's is the JS test
+(`viz.inspector.js_figure`). A lossless run's, and a relaxed
 run's position its rule never checked, is the lossless test: greedy, is d the target's argmax (p(d) against the top
 p); at T > 0, accept with probability min(1, p(d) / q(d)). A bonus token was tested by nothing.
 """
 
 from __future__ import annotations
 
-import math
 import textwrap
-from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
 
-from dropmatch.cascades import in_set
 from dropmatch.criteria import LOSSLESS, Rule
-from dropmatch.evidence import shown
-from dropmatch.relatives import fly_window, typical_bound
+from dropmatch.rules.base import Bar, Line, Panel, Ranking
 from dropmatch.trace import TokenRecord, Trace
 from viz.inspector import js_figure
-from viz.panels import REFERENCE, Bar, Line, Panel, holds, panels_figure
-from viz.rules import decide, run_rule, setting, shown_numbers
+from viz.panels import panels_figure
+from viz.rules import reading, run_rule, setting
 from viz.theme import message_figure, show_token
 from viz.tokens import evidence_record
 
@@ -40,179 +36,28 @@ LAZY = (
 )
 
 
-@dataclass(frozen=True)
-class Position:
-    """What a test reads: the draft record, its numbers (`rules.shown_numbers`), the knob, the rule's verdict, and the
-    run's top-N (record.top's first top_n tokens are exactly the target's own top-N)."""
-
-    rec: TokenRecord
-    n: dict[str, float]
-    knob: float | None
-    verdict: bool | None
-    top_n: int
-
-
-# ---- each rule's test, as panels -----------------------------------------------------------------
-def _fuzzy(statistic: str, symbol: str, axis: str):
-    def test(at: Position) -> tuple[str, tuple[Panel, ...]]:
-        value = at.n[statistic]
-        bar = Bar(symbol, value, f"{symbol} = {shown(value)}: the divergence between the target's p and the draft's q")
-        line = Line("threshold", at.knob, f"threshold {at.knob:g} (the knob): accept when {symbol} ≤ it")
-        return f"{symbol} against the threshold", (Panel((_tested(bar, at.verdict),), (line,), axis),)
-
-    return test
-
-
-def _typical(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    p_d, entropy, eps = at.n["p_d"], at.n["entropy"], at.knob
-    bound = float(typical_bound(entropy, eps))
-    bar = Bar("p(d)", p_d, f"p(d) = {p_d:.4f}: the target's probability of the draft token", holds(at.verdict))
-    line = Line(
-        "bound",
-        bound,
-        f"bound min(ε, √ε·e^−H) = {bound:.4f} (ε {eps:g}, H(p) {shown(entropy)} nats): accept when p(d) > it",
-    )
-    return "p(d) against its bound", (Panel((bar,), (line,), "probability"),)
-
-
-def _top_k(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    order, k = at.n["order"], at.knob
-    bar = Bar("d's place", order, f"d's place in the target's order: {order:.0f} (1 = its argmax, ties by index)")
-    line = Line("k", k, f"k {k:g} (the knob): places 2 to k accept; place 1 is the lossless test's")
-    return "d's place in the target's order vs k", (
-        Panel((_tested(bar, at.verdict),), (line,), "place"),
-        *_target_top(at, k, f"top-{k:g} cut"),
-    )
-
-
-def _mars(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    margin, rank, theta = at.n["margin"], at.n["rank"], at.knob
-    hesitates = not math.isnan(margin) and margin > theta
-    ratio = Bar(
-        "z₂/z₁",
-        margin,
-        f"z₂/z₁ = {shown(margin)}: the target's second-best logit over its best (undefined where z₁ ≤ 0)",
-        holds(hesitates),
-    )
-    line = Line("θ", theta, f"θ {theta:g} (the knob): above it the target hesitates, and MARS accepts its top 2")
-    place = Bar("rank of d", rank, f"rank of d under the target: {rank:.0f}", holds(rank <= 2))
-    cut = Line("top 2", 2, "where the target hesitates, d is accepted at rank 2 or better")
-    panels = (Panel((ratio,), (line,), "logit ratio"), Panel((place,), (cut,), "rank"))
-    return "z₂/z₁ against θ, and d's rank", panels
-
-
-def _fly(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    h3, after, gamma, theta = at.n["h3"], at.n["after"], at.n["gamma"], at.knob
-    window = int(fly_window(gamma))
-    entropy = Bar(
-        "H3",
-        h3,
-        f"H3 = {shown(h3)} nats: the entropy of the target's three largest probabilities (at most ln 3)",
-        holds(h3 >= theta),
-    )
-    line = Line("θ", theta, f"θ {theta:g} (the knob): a rejection is deferred where H3 ≥ θ")
-    run = Bar(
-        "next accepts",
-        after,
-        f"{after:.0f} drafts right after this one pass the lossless test in a row",
-        holds(window >= 0 and after >= window),
-    )
-    need = Line("W", window, f"window W = min(6, γ − 1) = {window} (γ {gamma:.0f}): that many must pass")
-    panels = (Panel((entropy,), (line,), "nats"), Panel((run,), (need,), "drafts"))
-    return "H3 against θ, and the accepts after d", panels
-
-
-def _ears(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    p_d, q_d, p_max, u, beta = at.n["p_d"], at.n["q_d"], at.n["p_max"], at.n["u"], at.knob
-    ratio = p_d / q_d if q_d > 0 else math.inf
-    tolerance = beta * (1 - p_max)
-    greedy = math.isnan(u)
-    bars = (
-        Bar("p/q", ratio, f"p(d)/q(d) = {shown(ratio)}: the lossless test's ratio (p(d) {p_d:.4f}, q(d) {q_d:.4f})"),
-        Bar("β(1−max p)", tolerance, f"tolerance β(1 − max p) = {beta:g}·(1 − {p_max:.4f}) = {shown(tolerance)}"),
-        Bar("sum", ratio + tolerance, f"p(d)/q(d) + β(1 − max p) = {shown(ratio + tolerance)}", holds(at.verdict)),
-    )
-    line = (
-        Line("1", 1.0, "1: at T = 0 (the project's reading) accept when the sum reaches it")
-        if greedy
-        else Line("u", u, f"the round's uniform u = {shown(u)}: accept when the sum exceeds it")
-    )
-    what = f"p(d)/q(d) + β(1 − max p) against {'1' if greedy else 'u'}"
-    return what, (Panel(bars, (line,), "ratio"),)
-
-
-def _cascade_token(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    n, alpha = at.n, at.knob
-    inside = bool(in_set(n, alpha))
-    bound = (1 - alpha) * n["p1_max"]
-    bars = (
-        Bar("p₁(d)", n["p1_d"], f"p₁(d) = {n['p1_d']:.4f}: the target's T = 1 probability of d", holds(inside)),
-        Bar("max p₁", n["p1_max"], f"max p₁ = {n['p1_max']:.4f}: the target's largest T = 1 probability"),
-    )
-    line = Line("(1−α)·max p₁", bound, f"(1 − α)·max p₁ = {bound:.4f} (α {alpha:g}): d is in A when p₁(d) reaches it")
-    panels = [Panel(bars, (line,), "probability")]
-    if not inside and not math.isnan(n["u"]):  # sampled, off A: the lossless draw and TokenV3's edge decide
-        edge = n["v3_edge"]
-        ok = bool(n["native"]) and edge < 1 - alpha
-        hover = f"TokenV3's edge {shown(edge)}: off A, d passes when the lossless test does and 1 − α exceeds it"
-        panels.append(Panel((Bar("edge", edge, hover, holds(ok)),), (Line("1 − α", 1 - alpha, "1 − α"),), "edge"))
-    return "p₁(d) against (1 − α)·max p₁ (the set A)", tuple(panels)
-
-
-def _cascade_opt(at: Position) -> tuple[str, tuple[Panel, ...]]:
-    n, alpha = at.n, at.knob
-    greedy = math.isnan(n["u"])
-    tv = 1.0 if greedy else n["tv"]  # two different tokens' one-hots are TV 1 apart
-    bound = n["p1_max"] - alpha * tv
-    bars = (
-        Bar("max q₁", n["q1_max"], f"max q₁ = {n['q1_max']:.4f}: the draft's largest T = 1 probability"),
-        Bar("max p₁", n["p1_max"], f"max p₁ = {n['p1_max']:.4f}: the target's largest T = 1 probability"),
-    )
-    term = "α" if greedy else f"α·TV, TV {shown(tv)}"
-    line = Line("max p₁ − α·TV", bound, f"max p₁ − {term} = {shown(bound)} (α {alpha:g}): π = q when max q₁ reaches it")
-    first = _tested(bars[0], n["q1_max"] >= bound)
-    return "max q₁ against max p₁ − α·TV", (Panel((first, bars[1]), (line,), "probability"),)
-
-
-TESTS = {
-    "fuzzy-js": _fuzzy("js_pq", "JS(p‖q)", "nats"),
-    "fuzzy-kl": _fuzzy("kl_qp", "KL(q‖p)", "nats"),
-    "fuzzy-tv": _fuzzy("tv", "TV(p,q)", "total variation"),
-    "typical": _typical,
-    "top-k": _top_k,
-    "mars": _mars,
-    "fly": _fly,
-    "ears": _ears,
-    "cascade-token": _cascade_token,
-    "cascade-opt": _cascade_opt,
-}
-
-
-def _tested(bar: Bar, ok: bool | None) -> Bar:
-    return replace(bar, color=holds(ok))
-
-
-def _target_top(at: Position, cut: float, label: str) -> tuple[Panel, ...]:
-    """The target's top-N tokens by probability (record.top's first top_n), the draft token's bar coloured by the
-    verdict, and a line at the probability of the cut's place where it falls among them."""
-    top = at.rec.top
+def _target_top(rec: TokenRecord, top_n: int, verdict: bool | None, ranking: Ranking) -> tuple[Panel, ...]:
+    """The target's top-N tokens by probability (record.top's first top_n: exactly the target's own top-N), the draft
+    token's bar coloured by the verdict, and a line at the probability of the ranking's cut where it falls among
+    them."""
+    top, cut = rec.top, ranking.cut
     if not top:
         return ()
-    shown_ = min(at.top_n, RANKED, len(top["ids"]))
+    shown_ = min(top_n, RANKED, len(top["ids"]))
     bars = tuple(
         Bar(
             show_token(top["texts"][c], 8),
             top["target"][c],
             f"place {c + 1}: {top['texts'][c]!r}, target p = {top['target'][c]:.4f}"
-            + (" (the draft token)" if top["ids"][c] == at.rec.token_id else ""),
-            holds(at.verdict) if top["ids"][c] == at.rec.token_id else REFERENCE,
+            + (" (the draft token)" if top["ids"][c] == rec.token_id else ""),
+            verdict if top["ids"][c] == rec.token_id else None,
         )
         for c in range(shown_)
     )
     lines = ()
     if 1 <= cut <= shown_:
         value = top["target"][int(cut) - 1]
-        lines = (Line(label, value, f"{label}: the target probability of its place {cut:g}"),)
+        lines = (Line(ranking.label, value, f"{ranking.label}: the target probability of its place {cut:g}"),)
     return (Panel(bars, lines, "target p"),)
 
 
@@ -223,7 +68,7 @@ def _lossless(rec: TokenRecord, temperature: float) -> tuple[str, tuple[Panel, .
             "p(d)",
             rec.p,
             f"p(d) = {rec.p:.4f}: the target's probability of the draft token, rank {rec.target_rank}",
-            holds(rec.lossless),
+            rec.lossless,
         )
         line = Line(
             "top p", rec.p_argmax, f"top p = {rec.p_argmax:.4f}: the target's argmax, token {rec.target_argmax}"
@@ -233,7 +78,7 @@ def _lossless(rec: TokenRecord, temperature: float) -> tuple[str, tuple[Panel, .
     bars = (
         Bar("p(d)", rec.p, f"p(d) = {rec.p:.4f}: the target's probability of the draft token"),
         Bar("q(d)", rec.q, f"q(d) = {rec.q:.4f}: the draft's probability of its own token"),
-        Bar("min(1, p/q)", accept, f"acceptance probability min(1, p(d)/q(d)) = {accept:.4f}", holds(rec.lossless)),
+        Bar("min(1, p/q)", accept, f"acceptance probability min(1, p(d)/q(d)) = {accept:.4f}", rec.lossless),
     )
     u = (rec.rule_stats or {}).get("u")
     lines = (Line("u", u, f"the round's uniform u = {u:.4f}: accept when u·q(d) ≤ p(d)"),) if u is not None else ()
@@ -287,16 +132,22 @@ def rule_test_figure(trace: Trace, rec: TokenRecord) -> go.Figure:
     lead = f"This correction replaced the rejected draft {show_token(ev.text)!r}: its test. " if ev is not rec else ""
     if ev.reason == "skipped":
         lead += "A skipped draft (after the round's first rejection), tested for display. "
-    n = shown_numbers(ev, trace.config.get("K"))
     if entry is LOSSLESS:
         return _lossless_figure(trace, ev, lead)
-    if entry.name not in TESTS or not set(entry.shows) <= set(n):
+    verdict, n = reading(ev, entry.name, knob, trace.config.get("K"))
+    if entry.figure is None or verdict is None or not set(entry.shows) <= set(n):
         return _lossless_figure(trace, ev, f"{lead}{LAZY.format(title=entry.title)} ", f"{head} not recorded here; ")
-    verdict = decide(ev, entry.name, knob)
-    what, panels = TESTS[entry.name](
-        Position(rec=ev, n=n, knob=knob, verdict=verdict, top_n=int(trace.config.get("top_n") or 10))
+    what, parts = entry.figure(n, knob, verdict)
+    top_n = int(trace.config.get("top_n") or 10)
+    panels = tuple(
+        panel
+        for part in parts
+        for panel in (_target_top(ev, top_n, verdict, part) if isinstance(part, Ranking) else (part,))
     )
-    alone = trace.config.get("mode") == "replace" or entry.pi is not None
-    how = "" if alone else f" OR mode: the lossless test {'accepts' if ev.lossless else 'rejects'} d on its own."
+    how = (
+        ""
+        if entry.alone(trace.config.get("mode"))
+        else f" OR mode: the lossless test {'accepts' if ev.lossless else 'rejects'} d on its own."
+    )
     meta = {"rule": entry.name, "knob": knob, "verdict": verdict, "token_id": ev.token_id}
     return panels_figure(panels, _title(head, what, verdict), f"{lead}{entry.explain(n, knob)}.{how}", meta)

@@ -56,16 +56,23 @@ def numbers(rec: TokenRecord) -> dict[str, torch.Tensor] | None:
 ENTRIES = {LOSSLESS.name: LOSSLESS, **RULES}  # every rule a map can be recoloured by, the lossless test first
 
 
-def decide(rec: TokenRecord, rule: str, knob: float | None = None) -> bool | None:
-    """A rule's verdict at a draft record (a relative at `knob`, default its source's; the lossless test and
-    DropMatch's criteria as recorded), or None where the record cannot tell."""
-    entry = ENTRIES[rule]
+def reading(rec: TokenRecord, rule: str, knob: float | None = None, K: int | None = None) -> tuple[bool | None, dict]:
+    """A rule's verdict at a draft record (a relative at `knob`, default its own; the lossless test and DropMatch's
+    criteria as recorded; None where the record cannot tell), and every number its explain line and figure read:
+    the record's (`shown_numbers`) and, for a rule decided here, its verdict's own."""
+    entry, n = ENTRIES[rule], shown_numbers(rec, K)
     if entry.decide is None or entry.needs_paths:  # a draw, or paths that would have to be drawn again
-        return {LOSSLESS.name: rec.lossless, **(rec.verdicts or {})}.get(rule)
+        return {LOSSLESS.name: rec.lossless, **(rec.verdicts or {})}.get(rule), n
     found = numbers(rec)
     if found is None or not set(entry.reads) <= set(found):
-        return None
-    return bool(entry.decide(found, entry.knob.default if knob is None else knob).accept[0])
+        return None, n
+    accepted, read = entry.reading(found, knob)
+    return accepted, n | read
+
+
+def decide(rec: TokenRecord, rule: str, knob: float | None = None) -> bool | None:
+    """A rule's verdict at a draft record (`reading`), or None where the record cannot tell."""
+    return reading(rec, rule, knob)[0]
 
 
 def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
@@ -77,15 +84,12 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     if cfg.get("method") not in RELAXED_METHODS:
         return rec.lossless
     own = decide(rec, cfg["criterion"], cfg.get("knob"))
-    if own is None:
-        return None
-    alone = cfg.get("mode") == "replace" or RULES[cfg["criterion"]].pi is not None  # a cascade is its own test
-    return own if alone else bool(rec.lossless) or own
+    return None if own is None else RULES[cfg["criterion"]].join(bool(rec.lossless), own, cfg.get("mode"))
 
 
 def shown_numbers(rec: TokenRecord, K: int | None) -> dict[str, float]:
-    """What an explanation reads at a draft record (criteria.Rule.explain): the record's target rank, the relatives'
-    statistics where recorded, the summary of the paths where recorded, and K."""
+    """What an explanation reads of a draft record: its target rank, the relatives' statistics where recorded, the
+    summary of the paths where recorded, and K."""
     out = {"target_rank": rec.target_rank, "K": K}
     out |= {k: float(v[0]) for k, v in (numbers(rec) or {}).items()}
     if rec.js_draft is not None:
@@ -97,11 +101,11 @@ def shown_numbers(rec: TokenRecord, K: int | None) -> dict[str, float]:
 
 
 def statistic(rec: TokenRecord, rule: str, knob: float | None, K: int | None = None) -> str:
-    """What the rule read at this position, as one short line (the registry's explanation)."""
+    """What the rule read at this position, as one short line (its own explanation, from its verdict's numbers)."""
     entry = ENTRIES[rule]
-    knob = entry.knob.default if entry.knob and knob is None else knob
-    found = shown_numbers(rec, K)
-    if not set(entry.shows) <= set(found):
+    knob = entry.setting(knob)
+    verdict, found = reading(rec, rule, knob, K)
+    if not set(entry.shows) <= set(found) or (verdict is None and entry.decide is not None and not entry.needs_paths):
         return "paths not computed at this position" if entry.needs_paths else "not recorded at this position"
     return entry.explain(found, knob)
 
@@ -112,7 +116,7 @@ def setting(entry: Rule, knob: float | None, K=None, p_drop=None) -> str:
     if entry.needs_paths:
         return f"K {K}, p_drop {p_drop:g}"
     if entry.knob is not None:
-        return f"{entry.knob.name} {entry.knob.default if knob is None else knob:g}"
+        return f"{entry.knob.name} {entry.setting(knob):g}"
     return ""
 
 
@@ -123,8 +127,7 @@ def run_rule(trace: Trace) -> tuple[Rule, float | None]:
     if cfg.get("method") not in RELAXED_METHODS:
         return LOSSLESS, None
     entry = RULES[cfg["criterion"]]
-    knob = cfg.get("knob")
-    return entry, (entry.knob.default if knob is None and entry.knob is not None else knob)
+    return entry, entry.setting(cfg.get("knob"))
 
 
 def rule_rows(trace: Trace, rec: TokenRecord, knobs: dict[str, float] | None = None) -> list[dict]:

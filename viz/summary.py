@@ -3,7 +3,8 @@ bundle of named traces from JSON."""
 
 from __future__ import annotations
 
-from dropmatch.config import KNOBS, RELAXED_METHODS
+from dropmatch.config import RELAXED_METHODS
+from dropmatch.criteria import KNOBS
 from dropmatch.metrics import compute
 from dropmatch.trace import MAX_TOKEN_ID, Trace
 from viz.tokens import first_divergence

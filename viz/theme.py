@@ -8,42 +8,38 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from dropmatch.config import ACCEPT_REASONS, RELATIVE_REASONS, SEMANTIC_REASONS
-from dropmatch.criteria import REASONS
+from dropmatch.criteria import ACCEPT_REASONS, REASONS, RELATIVE_REASONS, RULES, SEMANTIC_REASONS
 from dropmatch.trace import KINDS
 
-# One colour per record.reason, reused by every figure and by the coloured output text.
+# The tokens the target made and the drafts no rule accepted: their colour, label, meaning and mark. An accepted
+# draft's reason carries its own (the registry's: `dropmatch.criteria.REASONS`, each rule's from its entry).
+_TARGET_MADE = {
+    "correction": ("#fdba74", "correction", "emitted by the unmasked target head at the first rejected position", "c"),
+    "bonus": ("#93c5fd", "bonus", "emitted by the unmasked target head after all drafts were accepted", "+"),
+    "rejected": ("#f87171", "rejected draft", "the first draft token no rule accepts; the correction replaces it", ""),
+    "skipped": ("#e5e7eb", "skipped draft", "drafted after a rejection, never used", ""),
+    "target": ("#d1d5db", "target token", "emitted by target-only decoding", ""),
+}
+# One colour, label, line of meaning and mark per record.reason, reused by every figure and by the coloured text.
 REASON_COLORS = {
-    "exact": "#86efac",
-    "tie": "#15803d",
-    "naive": "#fcd34d",
-    "js": "#c4b5fd",
-    "majority": "#f9a8d4",
-    "fuzzy": "#99f6e4",
-    "typical": "#f59e0b",
-    "top-k": "#d9f99d",
-    "mars": "#a3e635",
-    "fly": "#e879f9",
-    "ears": "#818cf8",
-    "cascade": "#a0826d",
-    "correction": "#fdba74",
-    "bonus": "#93c5fd",
-    "rejected": "#f87171",
-    "skipped": "#e5e7eb",
-    "target": "#d1d5db",
+    **{name: reason.color for name, reason in REASONS.items()},
+    **{name: color for name, (color, *_rest) in _TARGET_MADE.items()},
 }
-# Label and one line of meaning per reason, in REASON_COLORS' order: an accepted draft's from the registry
-# (dropmatch.criteria.REASONS), here those of a token the target made and of a draft no rule accepted.
-_WORDS = {
-    **{name: (reason.label, reason.meaning) for name, reason in REASONS.items()},
-    "correction": ("correction", "emitted by the unmasked target head at the first rejected position"),
-    "bonus": ("bonus", "emitted by the unmasked target head after all drafts were accepted"),
-    "rejected": ("rejected draft", "the first draft token no rule accepts; the correction replaces it"),
-    "skipped": ("skipped draft", "drafted after a rejection, never used"),
-    "target": ("target token", "emitted by target-only decoding"),
+REASON_LABELS = {
+    **{name: reason.label for name, reason in REASONS.items()},
+    **{name: label for name, (_c, label, *_rest) in _TARGET_MADE.items()},
 }
-REASON_LABELS = {r: _WORDS[r][0] for r in REASON_COLORS}
-REASON_HELP = {r: _WORDS[r][1] for r in REASON_COLORS}
+REASON_HELP = {
+    **{name: reason.meaning for name, reason in REASONS.items()},
+    **{name: meaning for name, (_c, _l, meaning, _m) in _TARGET_MADE.items()},
+}
+# A letter after each token that was not an exact match: colour is never the only cue (and the legend shows them).
+REASON_MARKS = {
+    **{name: reason.mark for name, reason in REASONS.items() if reason.mark},
+    **{name: mark for name, (*_rest, mark) in _TARGET_MADE.items() if mark},
+}
+# The maps' cells carry the same letters, and a mark for a rejected and a skipped draft (an exact match has none).
+CELL_MARKS = {**REASON_MARKS, "rejected": "✗", "skipped": "○"}
 SEMANTIC = SEMANTIC_REASONS  # a DropMatch criterion accepted what lossless rejects
 RELAXED = (*SEMANTIC_REASONS, *RELATIVE_REASONS)  # every reason a lossless-rejected draft can be accepted for
 # The reasons an emitted token can carry (an accepted draft's, or the kind of a token the target made), in the
@@ -55,19 +51,11 @@ DIVERGENCE_COLOR = "#111827"
 DIVERGENCE_MARK = "»"
 
 METHOD_COLORS = {"DropMatch": "#7c3aed", "lossless": "#64748b"}
-# One line colour per rule in the trade-off figures: DropMatch's purple, lossless grey, a hue per relative.
+# One line colour per rule in the trade-off figures: each rule's own (the registry's), lossless grey, and the
+# truncations of the target.
 RULE_COLORS = {
     "lossless": "#64748b",
-    "fuzzy-js": "#0d9488",
-    "fuzzy-kl": "#0891b2",
-    "fuzzy-tv": "#2563eb",
-    "typical": "#d97706",
-    "top-k": "#65a30d",
-    "mars": "#db2777",
-    "fly": "#c026d3",
-    "ears": "#4f46e5",
-    "cascade-token": "#92400e",
-    "cascade-opt": "#57534e",
+    **{name: rule.color for name, rule in RULES.items()},
     "top-k-sampling": "#b45309",
     "min-p": "#7f1d1d",
 }
@@ -80,26 +68,6 @@ PROB_SCALE = "Blues"
 SANS = ("system-ui", "-apple-system", "'Segoe UI'", "Roboto", "'Helvetica Neue'", "'Noto Sans'", "Arial", "sans-serif")
 MONO = ("ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "'Liberation Mono'", "'DejaVu Sans Mono'", "monospace")
 FONT = ", ".join(SANS)
-
-
-# A letter after each token that was not an exact match: colour is never the only cue (and the legend shows them).
-REASON_MARKS = {
-    "tie": "=",
-    "naive": "N",
-    "js": "J",
-    "majority": "M",
-    "fuzzy": "F",
-    "typical": "T",
-    "top-k": "K",
-    "mars": "2",
-    "fly": "L",
-    "ears": "E",
-    "cascade": "V",
-    "correction": "c",
-    "bonus": "+",
-}
-# The maps' cells carry the same letters, and a mark for a rejected and a skipped draft (an exact match has none).
-CELL_MARKS = {**REASON_MARKS, "rejected": "✗", "skipped": "○"}
 
 
 def rgb(hex_color: str) -> str:

@@ -92,13 +92,10 @@ def rule_line(trace: Trace, rec: TokenRecord) -> str | None:
     if trace.config.get("method") != "relative":
         return None
     entry, knob = run_rule(trace)
-    if entry.pi is not None:
-        how = "its own verification, in place of the lossless test"
-    else:
-        how = (
-            "alone, in place of the lossless test" if trace.config.get("mode") == "replace" else "OR the lossless test"
-        )
-    line = f"Rule of this run: **{entry.title}**, {setting(entry, knob)} ({how})."
+    words = setting(entry, knob)
+    line = (
+        f"Rule of this run: **{entry.title}**{', ' + words if words else ''} ({entry.how(trace.config.get('mode'))})."
+    )
     ev = evidence_record(trace, rec)
     if ev.kind == "draft":
         line += f" At this draft: {statistic(ev, entry.name, knob, trace.config.get('K'))}."

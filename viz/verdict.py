@@ -20,9 +20,11 @@ from dropmatch.verdict import (
     against_lossless,
     at_anchors,
     complete,
+    greedy,
     headline,
     problems_note,
     rule_pairs,
+    shown_rules,
     within_bar_band,
 )
 from viz.sweep import rule_color
@@ -102,19 +104,21 @@ def verdict_tables(
     if len(partial):
         busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r.of})" for r in partial.itertuples())
         out.append(f"<p class=note>Still being recorded, left out here: {html.escape(busy)}.</p>")
-    head = headline(whole)
-    out.append(_table(head, about))
+    head, at_t0 = headline(whole), greedy(whole)
+    out.append(_table(shown_rules(head, at_t0), about))
     at = at_anchors(whole, anchors or [])
     if len(at):
         out.append("<h4>DropMatch at the calibration's anchors</h4>" + _table(at, about))
-    out.append(_fold(f"Every setting against lossless ({len(table)} settings)", _table(table, about)))
+    out.append(
+        _fold(f"Every setting against lossless ({len(table)} settings)", _table(shown_rules(table, at_t0), about))
+    )
     for column in [c for c in head.columns if c.startswith("tau_at_p")]:
         tau = float(head[column].iloc[0])
         pairs = rule_pairs(whole, tau)
         if len(pairs):
             label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
             summary = f"Rule against rule at DropMatch's tau ({label}; each rule's nearest setting): {len(pairs)} pairs"
-            out.append(_fold(summary, _table(pairs, about)))
+            out.append(_fold(summary, _table(shown_rules(pairs, at_t0), about)))
     return "".join(out), whole
 
 

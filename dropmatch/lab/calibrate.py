@@ -29,14 +29,13 @@ import torch
 
 from dropmatch.config import (
     DEFAULT_CRITERION,
-    DROPMATCH_CRITERIA,
     PAPER_JS_SPREAD,
     PAPER_RELAX_SHARE,
     PAPER_SETTING,
     PAPER_UNANIMITY,
     DecodeConfig,
 )
-from dropmatch.criteria import RULES
+from dropmatch.criteria import DROPMATCH_CRITERIA, RULES
 from dropmatch.decode import generate, position_generator
 from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, TargetHead, path_logits

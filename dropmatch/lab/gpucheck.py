@@ -45,7 +45,8 @@ from pathlib import Path
 import torch
 import transformers
 
-from dropmatch.config import PAPER_SETTING, SEMANTIC_REASONS, DecodeConfig
+from dropmatch.config import PAPER_SETTING, DecodeConfig
+from dropmatch.criteria import SEMANTIC_REASONS
 from dropmatch.decode import cpu_name, generate, stream
 from dropmatch.lab.headbench import run_headbench
 from dropmatch.lab.paper import HEAD_COST_MS

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dropmatch.config import FACTORS, KNOBS, PAPER_SETTING, bounded_int, check_setting
+from dropmatch.config import FACTORS, PAPER_SETTING, bounded_int, check_setting
+from dropmatch.criteria import KNOBS
 from dropmatch.lab.files import TABLE
 from dropmatch.lab.report import write_report
 from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread

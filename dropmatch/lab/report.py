@@ -31,10 +31,12 @@ from dropmatch.verdict import (
     against_lossless,
     at_anchors,
     complete,
+    greedy,
     headline,
     judged,
     problems_note,
     rule_pairs,
+    shown_rules,
 )
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import kinds_heatmap, score_curves
@@ -84,10 +86,11 @@ COLUMN_DEFINITIONS = (
         "p_drop": "dropout rate on the LM-head input of each path",
         "criterion": "the acceptance rule: a DropMatch criterion on the paths, or a relative; or a truncation of the "
         "target (top-k-sampling, min-p)",
-        "knob": "a relative's or a truncation's one setting (threshold, epsilon, k, theta, min_p...; "
-        "dropmatch.config.METHOD_KNOBS)",
-        "family": "how the lossy-verification literature groups the rule: reads the target only, compares draft and "
-        "target, or reads the dropout paths (the target alone for a truncation; empty for lossless)",
+        "knob": "a relative's or a truncation's one setting (threshold, epsilon, k, theta, min_p...; each rule's "
+        "own, in dropmatch.criteria.RULES)",
+        "family": "how the lossy-verification literature groups the rule: reads the dropout paths, reads the target "
+        "only, compares draft and target, or verifies against its own distribution (the target alone for a "
+        "truncation; empty for lossless)",
         "length_ratio": "λ, median over prompts of N / N lossless on the same prompt and γ",
         "capped": "share of runs that hit max_new_tokens",
         "loop": "share of runs with a repetition loop: an adjacent span repeated >= 3 times covering >= 15 tokens",
@@ -99,7 +102,8 @@ COLUMN_DEFINITIONS = (
         "ties": "ties accepted, summed over prompts: at T = 0 drafts whose target logit equals the argmax's (exact "
         "match rejects them only by index order), counted apart from the relaxed acceptances",
         "rule": "lossless, a DropMatch criterion, a relative (Fuzzy SD, typical acceptance, top-k, MARS, FLy, EARS, "
-        "the speculative cascades), or a truncation sampling of the target (top-k-sampling, min-p)",
+        "lenience, the speculative cascades, the static ensemble, the tie-only control), or a truncation sampling of "
+        "the target (top-k-sampling, min-p)",
         "knob_name": "the name of the rule's knob",
         "tau_target": (
             "pooled tau of DropMatch at the reference setting (K 5, p_drop 0.3, js+majority): the tau matched"
@@ -291,16 +295,16 @@ def verdict_html(part: pd.DataFrame, anchors: list[dict] | None = None) -> tuple
     if len(partial):
         busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r.of})" for r in partial.itertuples())
         out.append(f"<p class=note>Still being recorded, left out here: {html.escape(busy)}.</p>")
-    head = headline(whole)
-    out.append(table_html(head))
-    out.append("<h4>Every setting against lossless</h4>" + table_html(table))
+    head, at_t0 = headline(whole), greedy(whole)
+    out.append(table_html(shown_rules(head, at_t0)))
+    out.append("<h4>Every setting against lossless</h4>" + table_html(shown_rules(table, at_t0)))
     for column in [c for c in head.columns if c.startswith("tau_at_p")]:
         tau = float(head[column].iloc[0])
         pairs = rule_pairs(whole, tau)
         if len(pairs):
             label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
             out.append(f"<h4>Rule against rule at DropMatch's tau ({label}; each rule's nearest setting)</h4>")
-            out.append(table_html(pairs))
+            out.append(table_html(shown_rules(pairs, at_t0)))
     at = at_anchors(whole, anchors or [])
     if len(at):
         out.append("<h4>DropMatch at the calibration's anchors</h4>" + table_html(at))

@@ -24,9 +24,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dropmatch.config import (
-    DROPMATCH_CRITERIA,
     FACTORS,
-    METHOD_KNOBS,
+    KNOB_METHODS,
     PAPER_SETTING,
     SETTING_COLUMNS,
     SWEEP_METHODS,
@@ -34,6 +33,7 @@ from dropmatch.config import (
     check_setting,
     criterion_method,
 )
+from dropmatch.criteria import CRITERION_KNOBS, DROPMATCH_CRITERIA, RELATIVE_CRITERIA
 from dropmatch.decode import stream
 from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, write_manifest
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
@@ -41,7 +41,7 @@ from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_toke
 from dropmatch.sweep_tables import summary
 
 METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, the relatives and truncation sampling
-RULE_KNOBS = {name: knob for knobs in METHOD_KNOBS.values() for name, knob in knobs.items()}  # what --rule takes
+KNOBLESS = tuple(name for name in RELATIVE_CRITERIA if name not in CRITERION_KNOBS)  # relatives with no knob
 QUALITY = ("capped", "loop", "loop_relaxed", "relaxed_cost_mean", "relaxed_cost_sum", "relaxed_emitted", "mean_logp")
 METRICS = (
     "tau",
@@ -103,15 +103,21 @@ def parse_values(text: str, factor: str) -> list:
     return list(dict.fromkeys(_check(factor, s) for s in parts))
 
 
-def parse_rule(text: str) -> tuple[str, list[float]]:
+def parse_rule(text: str) -> tuple[str, list[float | None]]:
     """A relative (or a truncation of the target) and its knob values: "typical=0.05,0.09,0.2" -> ("typical",
-    [0.05, 0.09, 0.2]), "min-p=0.05,0.1", each checked."""
+    [0.05, 0.09, 0.2]), "min-p=0.05,0.1", each checked; a rule without a knob by its name alone: "tie-only" ->
+    ("tie-only", [None])."""
     name, sep, values = str(text).partition("=")
     name = name.strip()
-    if not sep or name not in RULE_KNOBS:
-        raise ValueError(f"rule: expected NAME=V1,V2,... with NAME one of {', '.join(RULE_KNOBS)}; got {text!r}")
+    if not sep and name in KNOBLESS:
+        return name, [None]
+    if not sep or name not in CRITERION_KNOBS:
+        raise ValueError(
+            f"rule: expected NAME=V1,V2,... with NAME one of {', '.join(CRITERION_KNOBS)}, or one of "
+            f"{', '.join(KNOBLESS)} alone; got {text!r}"
+        )
     parts = [v.strip() for v in values.split(",")]
-    knob = RULE_KNOBS[name]
+    knob = CRITERION_KNOBS[name]
     if not all(parts):
         raise ValueError(f"rule {name}: expected a comma-separated list of {knob.name} values, got {values!r}")
     return name, list(dict.fromkeys(knob.check(v) for v in parts))
@@ -146,8 +152,8 @@ class Setting:
         parts = [suite, prompt_id, self.method, f"g{self.gamma}"]
         if self.method == "dropmatch":
             parts += [f"K{self.K}", f"p{self.p_drop:g}", str(self.criterion)]
-        elif self.method in METHOD_KNOBS:
-            parts += [f"{self.criterion}={self.knob:g}"]
+        elif self.method in KNOB_METHODS:
+            parts += [str(self.criterion) if self.knob is None else f"{self.criterion}={self.knob:g}"]
         return "|".join(parts + ([f"s{self.seed}"] if self.seed is not None else []))
 
     def config(self, max_new_tokens: int, seed: int = 0, temperature: float = 0.0) -> DecodeConfig:

@@ -265,7 +265,7 @@ def test_parse_rule(text, expected):
     "text, message",
     [
         ("typical", "expected NAME=V1,V2"),
-        ("js=0.1", "NAME one of fuzzy-js"),
+        ("js=0.1", "NAME one of typical, top-k"),
         ("top-k=2.5", "k must be an integer"),
         ("fuzzy-tv=1.5", r"threshold must lie in \[0, 1\]"),
         ("mars=0.9,", "comma-separated"),
