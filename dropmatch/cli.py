@@ -31,6 +31,7 @@ from dropmatch.config import (
     PAPER_RELAX_SHARE,
     PAPER_SETTING,
     PAPER_UNANIMITY,
+    RELAXED_METHODS,
     SETTINGS,
     TARGET_QUANTS,
     TRUNCATION_CRITERIA,
@@ -103,8 +104,10 @@ SETTING_HELP = {
     "temperature": "0 = greedy",
     "max_new_tokens": "tokens to generate at most",
     "seed": "the seed of the dropout masks and of sampling",
-    "knob": "the relative's (or the truncation's) one setting; defaults: "
-    + "; ".join(f"{n}: {k.name} {k.default:g}" for n, k in (KNOBS | TRUNCATION_KNOBS).items()),
+    "span_gate": "relax only inside comments, strings and whitespace (a plain prompt, read as Python); in a chat "
+    "turn, never on a token that holds a digit; elsewhere the lossless test decides",
+    "knob": "the relative's (or the truncation's) setting, a pair written K/delta where it takes two; defaults: "
+    + "; ".join(f"{n}: {k.said()}" for n, k in (KNOBS | TRUNCATION_KNOBS).items()),
 }
 CHOICES = {"criterion": (*RULES, *TRUNCATION_CRITERIA), "mode": MODES}
 
@@ -114,7 +117,11 @@ def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: st
     field (`float | None`: a float, default None); `helps` replaces a setting's help text."""
     fields, hints = {f.name: f for f in dataclasses.fields(DecodeConfig)}, typing.get_type_hints(DecodeConfig)
     for name in names:
+        if hints[name] is bool:  # a switch: --span-gate
+            p.add_argument("--" + name.replace("_", "-"), dest=name, action="store_true", help=SETTING_HELP[name])
+            continue
         kind = next(t for t in (*typing.get_args(hints[name]), hints[name]) if t in (int, float, str))
+        kind = str if name == "knob" else kind  # a number, or a pair of them ("8/0.5"): the rule's knob checks it
         p.add_argument(
             "--" + name.lower().replace("_", "-"),
             dest=name,
@@ -176,6 +183,8 @@ def decode_config(args: argparse.Namespace, method: str | None, evidence: bool =
     """The config of one method from the decode arguments (DecodeConfig.from_settings); None = the method that runs
     --criterion."""
     settings = {name: getattr(args, name) for name in DECODE_SETTINGS}
+    if (method or criterion_method(args.criterion)) not in RELAXED_METHODS:
+        settings["span_gate"] = False  # a switch of a rule: the baselines beside it run none
     return DecodeConfig.from_settings(method=method, evidence=evidence, **settings)
 
 
@@ -368,7 +377,8 @@ def _cmd_sweep(args) -> int:
     items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
     grid = {"p_drop": args.p_drop, "K": args.K, "gamma": args.gamma, "criterion": args.criterion}
     rules = dict(args.rule or [])
-    settings = sweep.design_settings(grid, args.design, args.methods, args.centre, rules, args.seeds)
+    gates = {"off": (False,), "on": (True,), "both": (False, True)}[args.span_gate]
+    settings = sweep.design_settings(grid, args.design, args.methods, args.centre, rules, args.seeds, gates)
     for s in settings:
         s.config(args.max_new_tokens, args.seed, args.temperature)  # every DecodeConfig error now, not an hour in
     run = {
@@ -386,6 +396,7 @@ def _cmd_sweep(args) -> int:
         "grid": grid,
         "methods": args.methods,
         "rules": rules,
+        **({"span_gate": args.span_gate} if args.span_gate != "off" else {}),
         "environment": _environment(args) | {"backend": args.backend},
     }
     if distributed is not None:
@@ -624,8 +635,9 @@ def _add_sweep(sub) -> None:
         type=_arg(sweep.parse_rule),
         action="append",
         metavar="NAME=V1,V2",
-        help="a relative (or a truncation sampling of the target) and its knob values, e.g. typical=0.05,0.09,0.2 "
-        f"or min-p=0.05,0.1 (repeat for more); names: {', '.join(CRITERION_KNOBS)}",
+        help="a relative (or a truncation sampling of the target) and its knob values, e.g. typical=0.05,0.09,0.2, "
+        "min-p=0.05,0.1 or relaxed-top-k=8/0.5,8/1 (a pair K/delta); a rule without a knob by its name alone, "
+        f"tie-only (repeat for more); names: {', '.join(CRITERION_KNOBS)}",
     )
     p.add_argument(
         "--methods",
@@ -657,6 +669,13 @@ def _add_sweep(sub) -> None:
         type=_arg(_seeds),
         default=None,
         help="sampled replicates: every setting once per seed, e.g. 0,1 (default: the --seed alone)",
+    )
+    p.add_argument(
+        "--span-gate",
+        choices=("off", "on", "both"),
+        default="off",
+        help="every rule's setting without the span gate (off), behind it (on: it relaxes only inside comments, "
+        "strings and whitespace; in a chat turn never on a digit), or both, as a sweep axis",
     )
     _add_pair(p)
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval test run")

@@ -41,7 +41,15 @@ FACTORS = ("p_drop", "K", "gamma", "criterion")  # what a DropMatch sweep varies
 # A sweep's methods, in the order its tables list them: the baseline, the method it varies, the relatives, and
 # truncation sampling of the target alone (the quality reference at T > 0).
 SWEEP_METHODS = ("lossless", "dropmatch", "relative", "truncation")
-SETTING_COLUMNS = ("method", "gamma", "K", "p_drop", "criterion", "knob")  # what names one setting of a sweep
+SETTING_COLUMNS = (
+    "method",
+    "gamma",
+    "K",
+    "p_drop",
+    "criterion",
+    "knob",
+    "span_gate",
+)  # what names one setting of a sweep
 
 
 def bounded_int(name: str, value, lo: int, hi: int) -> int:
@@ -100,7 +108,10 @@ RANGES = {
 # What a user picks for one run, in the order the app's controls, its /run and /trace endpoints and the command line
 # take them. draft_quant, like draft_vocab, is a property of the loaded pair (PAIR_SETTINGS): the command line asks
 # for it with the pair.
-SETTINGS = ("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob", "draft_quant")
+SETTINGS = (
+    *("gamma", "K", "p_drop", "criterion", "mode", "temperature", "max_new_tokens", "seed", "knob", "draft_quant"),
+    "span_gate",
+)
 PAIR_SETTINGS = ("draft_quant", "draft_vocab")
 
 
@@ -140,7 +151,61 @@ class Knob:
 
     def check(self, value) -> float:
         """`value` in range (a whole number where `integer`), or a ValueError naming the knob."""
-        return float(Bound(self.lo, self.hi, self.integer).check(self.name, value))
+        value = float(Bound(self.lo, self.hi, self.integer).check(self.name, value))
+        return int(value) if self.integer else value
+
+    def text(self, value) -> str:
+        """A value as a sweep's key and the knob box write it: "0.09"."""
+        return f"{value:g}"
+
+    def said(self, value=None) -> str:
+        """A value in words, the default where None: "epsilon 0.09"."""
+        return f"{self.name} {self.default if value is None else value:g}"
+
+    @property
+    def position(self) -> Knob:
+        """The part of the knob a rule's curve runs along: the knob itself."""
+        return self
+
+
+@dataclass(frozen=True)
+class KnobPair:
+    """Two settings of one rule taken together (TensorRT-LLM's relaxed top-K and delta), written "8/0.5" in the app's
+    knob box, in --knob and in a sweep's --rule ("8, 0.5" and a two-number list are taken too); held as a tuple.
+    `strict` and `strict_greedy` as a Knob's; a rule's curve runs along its second part at a fixed first one."""
+
+    first: Knob
+    second: Knob
+    meaning: str
+    strict: tuple | None = None
+    strict_greedy: tuple | None = None
+    integer = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.first.name}/{self.second.name}"
+
+    @property
+    def default(self) -> tuple:
+        return (self.first.default, self.second.default)
+
+    @property
+    def position(self) -> Knob:
+        return self.second
+
+    def check(self, value) -> tuple:
+        """`value` as (first, second), each in its range; otherwise a ValueError that says how to write it."""
+        parts = value.replace(",", "/").split("/") if isinstance(value, str) else value
+        if isinstance(parts, (int, float)) or not hasattr(parts, "__len__") or len(parts) != 2:
+            raise ValueError(f"{self.name} takes two numbers, written {self.text(self.default)}; got {value!r}")
+        return (self.first.check(parts[0]), self.second.check(parts[1]))
+
+    def text(self, value) -> str:
+        return "/".join(f"{v:g}" for v in value)
+
+    def said(self, value=None) -> str:
+        first, second = self.default if value is None else value
+        return f"{self.first.said(first)}, {self.second.said(second)}"
 
 
 # The statistics of p and q a drafted position's record keeps for the relatives (dropmatch.evidence computes them):
@@ -211,6 +276,9 @@ class DecodeConfig:
         both modes decode alike).
     knob: a rule's or a truncation's one setting (`criterion_knob`; None takes its default, and the config
         keeps the value used); None for the other methods.
+    span_gate: the rule relaxes only where the text so far stands inside a comment or a string, or the draft token is
+        whitespace (a plain prompt, read as Python); in a chat turn, only on a token that holds no digit. Elsewhere
+        the lossless test decides alone (`token_kinds.gate_open`). A rule's switch: False for the other methods.
     temperature: 0 is greedy; > 0 samples (lossless uses rejection sampling).
     evidence: compute the K paths at every drafted position and record top-N distributions for
         display; when False, paths are computed only where the decision needs them (faster, the same
@@ -231,7 +299,8 @@ class DecodeConfig:
     seed: int = 0
     evidence: bool = False
     top_n: int = 10
-    knob: float | None = None
+    knob: float | tuple | None = None
+    span_gate: bool = False
     draft_quant: str | None = None
     draft_vocab: int | None = None
 
@@ -257,9 +326,20 @@ class DecodeConfig:
         knob = criterion_knob(self.criterion) if self.method in KNOB_METHODS else None
         if knob is not None:
             value = knob.default if self.knob is None else knob.check(self.knob)
-            object.__setattr__(self, "knob", int(value) if knob.integer else value)  # the value used, recorded
+            object.__setattr__(self, "knob", value)  # the value used, recorded
         elif self.knob is not None:
             raise ValueError(f"knob is a rule's setting; {self.method} {self.criterion} takes none (got {self.knob!r})")
+        gate = (
+            {"true": True, "false": False}.get(str(self.span_gate).lower())
+            if not isinstance(self.span_gate, bool)
+            else self.span_gate
+        )
+        if gate is None or (gate and self.method not in RELAXED_METHODS):
+            raise ValueError(
+                f"span_gate switches a rule (dropmatch or relative) on or off, true or false; got {self.span_gate!r}"
+                + (f" for method {self.method}" if gate else "")
+            )
+        object.__setattr__(self, "span_gate", gate)
         for name in RANGES:  # each number as its type (a whole float or a numeric string counts), in range
             object.__setattr__(self, name, check_setting(name, getattr(self, name)))
         vocab = self.draft_vocab

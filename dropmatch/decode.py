@@ -27,6 +27,7 @@ from dropmatch.heads import TargetHead, dropout_masks, pad_vocab, path_logits, p
 from dropmatch.host import fetch
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.records import Checked, RoundOutcome, round_records
+from dropmatch.token_kinds import gate_open
 from dropmatch.trace import RoundRecord, Trace
 from dropmatch.truncation import truncate
 
@@ -147,13 +148,15 @@ class Timer:
 
 class Read(NamedTuple):
     """A round's decisions as the host reads them: the drafts, the lossless verdicts, the decisions, the target's
-    argmax at every verify position, and the positions checked ({position: Checked})."""
+    argmax at every verify position, the positions checked ({position: Checked}), and where the span gate kept the
+    rule out (one flag per draft; empty without the gate)."""
 
     draft: list[int]
     lossless: list[bool]
     accepts: list[bool]
     argmax: list[int]
     checked: dict
+    closed: tuple[bool, ...] = ()
 
 
 class Decoder:
@@ -281,7 +284,8 @@ class Decoder:
         plain = k == 0 or (rule is None and not cfg.evidence)
         if plain or (rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head()):
             seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})  # a rule adds nothing
-            return Read(seen["draft"], seen["native"], list(seen["native"]), seen["argmax"], {})
+            closed = self._closed(seen["draft"])
+            return Read(seen["draft"], seen["native"], list(seen["native"]), seen["argmax"], {}, closed)
         backed = rule is None or not rule.alone(cfg.mode)  # the lossless test accepts on its own
         at_once = cfg.evidence or self.at_once
         if at_once:
@@ -290,9 +294,15 @@ class Decoder:
             seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax, "hits": hits, "parts": parts})
         else:
             seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})
-        lossless = seen["native"]
+        lossless, closed = seen["native"], self._closed(seen["draft"])
         accepts, found = list(lossless), {}
         for j in range(k):
+            if closed and closed[j]:  # the span gate keeps the rule out: the lossless test decides alone
+                if cfg.evidence:
+                    found[j] = Checked(evidence=part, row=j, components={})
+                elif not lossless[j]:
+                    break
+                continue
             if backed and lossless[j] and not cfg.evidence:
                 continue  # the lossless test accepts it: nothing to check
             if at_once:
@@ -306,13 +316,28 @@ class Decoder:
                 accepts[j] = rule.join(lossless[j], hit, cfg.mode)
             if not cfg.evidence and not accepts[j]:
                 break  # the accepted prefix ends here: later positions cannot matter (and go unrecorded)
-        return Read(seen["draft"], lossless, accepts, seen["argmax"], found)
+        return Read(seen["draft"], lossless, accepts, seen["argmax"], found, closed)
 
-    def _extra(self, ev: Evidence, a: int, argmax: list[int]) -> tuple[int, str]:
+    def _closed(self, drafts: list[int]) -> tuple[bool, ...]:
+        """Where the span gate keeps the rule out, one flag per draft (`token_kinds.gate_open` on the text so far and
+        each draft's own text); empty without the gate. A plain prompt is read as Python, a chat turn as prose."""
+        if not self.cfg.span_gate:
+            return ()
+        ids = self.trace.token_ids
+        pieces = _pieces(self.pair.tokenizer, ids + drafts, len(ids))
+        prefix, code, closed = self.trace.prompt + self.trace.text, not self.trace.chat, []
+        for piece in pieces:
+            closed.append(not gate_open(prefix, piece, code))
+            prefix += piece
+        return tuple(closed)
+
+    def _extra(self, ev: Evidence, a: int, argmax: list[int], closed: tuple[bool, ...] = ()) -> tuple[int, str]:
         """The token after the accepted prefix, from the unmasked head: the correction at the first rejected
         position (the residual max(p - q, 0) when sampling, max(pi - q, 0) for a rule with its own pi; greedy, the
-        target's argmax there, already read, or the rule's own pick), or the bonus token after k accepted drafts."""
-        greedy, k, rule, knob = self.cfg.temperature <= 0, len(ev.draft), self.rule, self.cfg.knob
+        target's argmax there, already read, or the rule's own pick), or the bonus token after k accepted drafts.
+        Where the span gate kept the rule out, the correction is the lossless test's."""
+        greedy, k, knob = self.cfg.temperature <= 0, len(ev.draft), self.cfg.knob
+        rule = None if closed and a < k and closed[a] else self.rule
         if a < k:
             if greedy:
                 own = rule is not None and rule.greedy_pick is not None
@@ -360,7 +385,7 @@ class Decoder:
             read = self._relax(t, ev, h, timer)
             a = accepted_length(read.accepts) if k else 0
             # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
-            extra, kind = self._extra(ev, a, read.argmax)
+            extra, kind = self._extra(ev, a, read.argmax, read.closed)
             # 6. Emit up to an end token or the length limit, record the round (one more copy: the records'
             #    numbers), cut both caches to the output.
             emitted, finish = self._emit(read.draft[:a] + [extra])
@@ -373,6 +398,7 @@ class Decoder:
                 extra_kind=kind,
                 emitted=tuple(emitted),
                 checked=read.checked,
+                closed=read.closed,
                 mode=cfg.mode,
                 knobs={cfg.criterion: cfg.knob} if cfg.knob is not None else {},
             )

@@ -207,7 +207,7 @@ class Evidence:
 
     @cached_property
     def v3_edge(self) -> torch.Tensor:
-        """TokenV3 at T > 0 (dropmatch.rules.own_distribution.token_v3): with A = {v : p1(v) / max p1 >= 1 - alpha}, a draft
+        """TokenV3 at T > 0 (`rules.own_distribution.token_v3`): with A = {v : p1(v) / max p1 >= 1 - alpha}, a draft
         outside A passes u q(d) <= (1 - q(A)) p(d) iff the lossless test passes and 1 - alpha > this edge: the
         largest ratio p1(v) / max p1 above d's at which the draft mass of the tokens at or above it already rejects
         d, or d's own ratio where none does. NaN when greedy (no draw)."""

@@ -49,6 +49,7 @@ class RoundOutcome:
     extra_kind: str  # "correction", "bonus" or "target"
     emitted: tuple[int, ...]
     checked: Mapping[int, Checked]
+    closed: tuple[bool, ...] = ()  # per draft: the span gate kept the rule out (empty without the gate)
     mode: str  # "or": lossless OR the criterion; "replace": the criterion alone
     knobs: Mapping[str, float] = field(default_factory=dict)  # the run's relative and its knob, if it runs one
 
@@ -129,11 +130,13 @@ def top_union(tokenizer, values: dict) -> dict:
 
 def _reason(out: RoundOutcome, j: int) -> tuple[str, bool]:
     """Reason and accepted flag of draft position j. In replace mode the lossless test decides nothing, so
-    an accepted token is named by the criterion's component that accepted it."""
+    an accepted token is named by the criterion's component that accepted it; where the span gate kept the rule out,
+    the lossless test decides alone, in either mode."""
     if j >= out.accepted:
         return ("rejected" if j == out.accepted else "skipped"), False
     components = out.checked[j].components if j in out.checked else {}
-    reason = accept_reason(out.lossless[j] and out.mode == "or", components)
+    alone = out.mode == "or" or (out.closed and out.closed[j])
+    reason = accept_reason(out.lossless[j] and alone, components)
     assert reason is not None, f"position {j} is accepted with no accepting rule"
     return reason, True
 
@@ -222,6 +225,7 @@ def round_records(
                 p_argmax=seen["p_top"][j],
                 target_argmax=argmax,
                 target_rank=rank,
+                gated=out.closed[j] if is_draft and out.closed else None,
                 **fields,
             )
         )

@@ -56,7 +56,8 @@ def _relaxed_cost(rows: pd.DataFrame) -> float:
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score; lossless
     first at each gamma, then DropMatch, then the relatives."""
-    g = df.groupby(["suite", *SETTING_COLUMNS], dropna=False, sort=True)
+    df = df.reindex(columns=[*df.columns, *(c for c in SETTING_COLUMNS if c not in df.columns)])  # older sweeps
+    g = df.groupby(["suite", *SETTING_COLUMNS], dropna=False, sort=False)  # a pair's knob is text: sorted below
     out = g[[*MEDIANS, "length_ratio"]].median()
     out.insert(0, "prompts", g.size())
     out.insert(2, "tau_pooled", g.apply(pooled))
@@ -71,7 +72,15 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     rank = {method: i for i, method in enumerate(SWEEP_METHODS)}
     out = out.reset_index()
     out.insert(out.columns.get_loc("knob") + 1, "family", out.apply(rule_name, axis=1).map(family_of))
-    out = out.sort_values(order, key=lambda c: c.map(rank) if c.name == "method" else c, ignore_index=True)
+
+    def sort_key(column: pd.Series) -> pd.Series:
+        if column.name == "method":
+            return column.map(rank)
+        if column.name == "knob" and column.map(lambda k: isinstance(k, str)).any():  # a pair "K/delta": K, delta
+            return column.map(lambda k: tuple(map(float, k.split("/"))) if isinstance(k, str) else (k,))
+        return column
+
+    out = out.sort_values(order, key=sort_key, ignore_index=True)
     return out.dropna(axis=1, how="all")
 
 

@@ -69,6 +69,7 @@ class TokenRecord:
     path_p: list[float] | None = None  # probability of the token under each path
     path_rank: list[int] | None = None  # its rank under each path (1 = top-1)
     top: dict | None = None  # {"ids", "texts", "draft", "target", "centroid", "paths"} over the union of top-N
+    gated: bool | None = None  # drafts of a span-gated run only: the gate kept the rule out, the lossless test decided
 
 
 @dataclass(frozen=True)
@@ -359,15 +360,29 @@ def _check_decision(r: dict, where: str, config: DecodeConfig) -> None:
         raise ValueError(
             f"{where}.lossless{_place(r)}: only a draft is put to the lossless test; a {kind} record holds null"
         )
+    if r.get("gated") is not None and (kind != "draft" or not config.span_gate):
+        raise ValueError(
+            f"{where}.gated{_place(r)}: only a draft of a span-gated run says whether the gate kept its rule out; "
+            f"this {kind} record of a run {'with' if config.span_gate else 'without'} the gate holds "
+            f"{json.dumps(r['gated'])}"
+        )
     if kind != "draft":
         return
+    if config.span_gate and r.get("gated") is None:
+        raise ValueError(f"{where}.gated{_place(r)}: a draft of a span-gated run says true or false; got null")
     accepts = reason in ACCEPT_REASONS
     if accepted is not accepts:
         raise ValueError(
             f"{where}.accepted{_place(r)}: reason {reason!r} {'accepts' if accepts else 'rejects'} the draft, so "
             f"accepted must be {json.dumps(accepts)}, got {json.dumps(accepted)}"
         )
-    if accepts and reason not in (allowed := _accept_reasons(config)):
+    if r.get("gated") and reason != "skipped" and accepted is not r.get("lossless"):
+        raise ValueError(
+            f"{where}.accepted{_place(r)}: the span gate kept the rule out here, so the lossless test decides alone "
+            f"(lossless {json.dumps(r.get('lossless'))}); got accepted {json.dumps(accepted)}"
+        )
+    allowed = ("exact",) if r.get("gated") else _accept_reasons(config)
+    if accepts and reason not in allowed:
         mode = " in replace mode" if config.mode == "replace" else ""
         raise ValueError(
             f"{where}.reason{_place(r)}: a {config.method} run{mode} accepts a draft as {' / '.join(allowed)}; got "
@@ -459,8 +474,8 @@ def _check_verdicts(r: dict, where: str, config: DecodeConfig) -> None:
         raise ValueError(
             f"{where}.verdicts{_place(r)}: {unknown[0]!r} is neither a rule in the registry nor an acceptance reason"
         )
-    if not verdicts or config.method not in RELAXED_METHODS:
-        return
+    if not verdicts or config.method not in RELAXED_METHODS or r.get("gated"):
+        return  # where the span gate kept the rule out, the verdicts are for display: the lossless test decided
     rejected, ruled = r["reason"] == "rejected", r["accepted"] and (not r["lossless"] or config.mode == "replace")
     if config.evidence:  # every rule's decision, by name
         said = verdicts.get(config.criterion)

@@ -53,7 +53,26 @@ MEASURES = {
         "mean over runs of the mean log p of emitted tokens under the unmasked target",
     ),
 }
-KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.name for name, k in CRITERION_KNOBS.items()}}
+# the knob each curve runs along: p_drop for DropMatch, a rule's own (the second part of a pair, at a fixed first)
+KNOB_NAMES = {"dropmatch": "p_drop", **{name: k.position.name for name, k in CRITERION_KNOBS.items()}}
+
+
+def base_rule(rule: str) -> str:
+    """The registry's (or a truncation's) name of a curve (`rule_name`): "relaxed-top-k K8 (span-gated)" ->
+    "relaxed-top-k"."""
+    return rule.removeprefix("DropMatch ").split(" ", 1)[0]
+
+
+def gated(row) -> bool:
+    """Whether a sweep row's rule ran behind the span gate (rows recorded before the gate existed did not)."""
+    value = row.get("span_gate")
+    return isinstance(value, (bool, np.bool_)) and bool(value)
+
+
+def curve_knob(rule: str):
+    """The knob a curve runs along (`Knob.position`), or None for lossless and a rule without a knob."""
+    knob = CRITERION_KNOBS.get(base_rule(rule))
+    return None if knob is None else knob.position
 
 
 def centre(df: pd.DataFrame) -> dict:
@@ -90,9 +109,13 @@ def compared_rows(df: pd.DataFrame) -> pd.DataFrame:
 def rule_name(row) -> str:
     """The curve a setting belongs to: "lossless", "DropMatch js+majority", or the relative's (the truncation's)
     name."""
+    gate = " (span-gated)" if gated(row) else ""
     if row["method"] == "dropmatch":
-        return f"DropMatch {row['criterion']}"
-    return row["criterion"] if row["method"] in KNOB_METHODS else row["method"]
+        return f"DropMatch {row['criterion']}{gate}"
+    if row["method"] not in KNOB_METHODS:
+        return row["method"]
+    knob = row.get("knob")  # a pair is written "K/delta": one curve per first part, along the second
+    return (f"{row['criterion']} K{knob.split('/')[0]}" if isinstance(knob, str) else row["criterion"]) + gate
 
 
 TRUNCATION_FAMILY = "the target alone (no draft)"
@@ -103,7 +126,7 @@ def family_of(rule: str) -> str:
     truncation, empty for lossless."""
     if rule in TRUNCATION_KNOBS:
         return TRUNCATION_FAMILY
-    entry = RULES.get(rule.removeprefix("DropMatch "))
+    entry = RULES.get(base_rule(rule))
     return entry.family if entry else ""
 
 
@@ -112,7 +135,9 @@ def knob_of(row) -> float:
     lossless."""
     if row["method"] == "dropmatch":
         return row["p_drop"]
-    return row["knob"] if row["method"] in KNOB_METHODS else float("nan")
+    if row["method"] not in KNOB_METHODS or row["knob"] is None:
+        return float("nan")
+    return float(row["knob"].split("/")[-1]) if isinstance(row["knob"], str) else row["knob"]
 
 
 def _aggregate(rows: pd.DataFrame) -> pd.Series:
@@ -231,7 +256,10 @@ def matched_table(df: pd.DataFrame, reference: dict | None = None) -> pd.DataFra
         basis = "the target alone, truncation-sampled (tau 1)"
         rows.append({"rule": p["rule"], "knob_name": p["knob_name"], "knob": p["knob"], "basis": basis, **p[SHOWN]})
     for rule, curve in points[points["method"] == "relative"].groupby("rule", sort=False):
-        knob = CRITERION_KNOBS[rule]
+        knob = curve_knob(rule)
+        if knob is None:  # a rule without a knob (the tie-only control): its one point
+            rows.append({"rule": rule, "knob_name": "", "knob": None, "basis": "no knob", **curve.iloc[0][SHOWN]})
+            continue
         if len(curve) == 1:
             found = (float(curve["knob"].iloc[0]), "the only knob run here")
         else:

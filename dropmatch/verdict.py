@@ -17,11 +17,13 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from dropmatch.criteria import CRITERION_KNOBS, RULES
+from dropmatch.criteria import RULES
 from dropmatch.sweep_tables import paired_p
 from dropmatch.tradeoff import (
     at_knob,
+    base_rule,
     compared_rows,
+    curve_knob,
     family_of,
     knob_of,
     matched_knob,
@@ -208,7 +210,8 @@ def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, st
     at = curve[np.isclose(curve["tau"], tau, rtol=0, atol=1e-9)]
     if len(at):
         return float(at["score"].iloc[0]), "measured there"
-    integer = CRITERION_KNOBS[rule].integer if rule in CRITERION_KNOBS else False
+    knob = curve_knob(rule)
+    integer = knob.integer if knob is not None else False
     found = matched_knob(curve, tau, integer)
     if found is None:
         return float("nan"), f"not reached (tau {curve['tau'].min():.2f}-{curve['tau'].max():.2f})"
@@ -258,9 +261,14 @@ def shown_rules(table: pd.DataFrame, greedy_: bool) -> pd.DataFrame:
     """A table as it is shown: each rule whose T = 0 behaviour is this project's reading of its source (EARS, typical
     acceptance, MARS, lenience) named "(greedy reading)" in a greedy table (`Rule.shown_name`)."""
     out = table.copy()
+
+    def shown(rule: str) -> str:
+        base = base_rule(rule)
+        return rule.replace(base, RULES[base].shown_name(greedy_), 1) if base in RULES else rule
+
     for column in ("rule", "rule_a", "rule_b"):
         if column in out:
-            out[column] = [RULES[r].shown_name(greedy_) if r in RULES else r for r in out[column]]
+            out[column] = [shown(r) for r in out[column]]
     return out
 
 

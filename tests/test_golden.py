@@ -64,6 +64,12 @@ CASES = {
     "noisy:lenience_sampled": (ONCE, {"method": "relative", "criterion": "lenience", "knob": 0.5, "temperature": 0.7,
                                       "seed": 4, "max_new_tokens": 32}),
     "noisy:lenience": (FOX, {"method": "relative", "criterion": "lenience", "knob": 0.5, "max_new_tokens": 32}),
+    "noisy:relaxed_top_k": (ADD, {"method": "relative", "criterion": "relaxed-top-k", "knob": [8, 1.0],
+                                  "max_new_tokens": 32}),
+    "noisy:relaxed_top_k_sampled": (ONCE, {"method": "relative", "criterion": "relaxed-top-k", "knob": [200, 1.0],
+                                          "temperature": 0.7, "seed": 5, "max_new_tokens": 32}),
+    "noisy:typical_gated": (ADD, {"method": "relative", "criterion": "typical", "knob": 0.3, "span_gate": True,
+                                  "max_new_tokens": 32}),
     "noisy:tie_only_replace": (FOX, {"method": "relative", "criterion": "tie-only", "mode": "replace",
                                      "max_new_tokens": 32}),
 }  # fmt: skip

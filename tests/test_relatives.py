@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from dropmatch.config import KnobPair
 from dropmatch.criteria import KNOBS, REASONS, RULES
 from dropmatch.evidence import Evidence
 from dropmatch.rules.target_only import typical_bound
@@ -176,12 +177,16 @@ def test_a_rule_reads_the_same_from_evidence_and_from_recorded_numbers():
             u=u,
             gamma=2,
         )
-        for name in KNOBS:
-            rule = RULES[name]
+        for name, rule in RULES.items():
+            if rule.needs_paths:
+                continue
             for row in range(3):
                 numbers = {s: ev[s][row : row + 1] for s in rule.reads}
-                for knob in (0.05, 0.3, 0.6, 2):
-                    knob = max(knob, 1) if KNOBS[name].integer else min(knob, KNOBS[name].hi)
+                for knob in (0.05, 0.3, 0.6, 2) if rule.knob is not None else (None,):
+                    if isinstance(rule.knob, KnobPair):
+                        knob = (3, knob)
+                    elif rule.knob is not None:
+                        knob = max(knob, 1) if rule.knob.integer else min(knob, rule.knob.hi)
                     want = [bool(rule(ev, knob).accept[row])]
                     assert rule.decide(numbers, knob).accept.tolist() == want, (name, row)
 

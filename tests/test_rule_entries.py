@@ -99,6 +99,43 @@ def test_lenience_by_hand():
     assert RULES["lenience"].line(evidence(p, q, 1, u=0.5), 0.5) == "p(d)/q(d) 0.4 vs u·l, u 0.5, l 0.5"
 
 
+# ---- relaxed top-K / delta --------------------------------------------------------------------------------------
+def test_relaxed_top_k_delta_by_hand():
+    """Accept d when it is in the target's top K and log max p - log p(d) <= delta; its two knobs written K/delta."""
+    p = [0.5, 0.3, 0.15, 0.05]  # gaps below the top-1: ln(5/3) 0.511, ln(10/3) 1.204, ln 10 2.303
+    for draft, knob, want in [
+        (1, (8, 0.52), True),
+        (1, (8, 0.50), False),  # 0.511 nats below: outside delta
+        (2, (8, 1.3), True),
+        (2, (2, 1.3), False),  # third place: outside K 2
+        (3, (4, 2.4), True),
+        (1, (1, 20.0), False),  # K 1 relaxes nothing
+    ]:
+        assert accepts("relaxed-top-k", evidence(p, [0.25] * 4, draft), knob) is want, (draft, knob)
+    accepted, numbers = RULES["relaxed-top-k"].reading(evidence(p, [0.25] * 4, 1), (8, 0.5))
+    assert numbers["gap"] == pytest.approx(math.log(5 / 3), abs=1e-6) and not accepted
+    assert accepts("relaxed-top-k", evidence(p, [0.25] * 4, 0), (1, 0.0))  # the argmax: the lossless test's
+    for u in (0.1, 0.9):  # T > 0: the same test, whatever u, beside the lossless one
+        assert accepts("relaxed-top-k", evidence(p, [0.05, 0.9, 0.025, 0.025], 1, u=u), (8, 0.52))
+    line = RULES["relaxed-top-k"].line(evidence(p, [0.25] * 4, 1), (8, 0.5))
+    assert line == "d's place 2 vs K 8; log max p − log p(d) 0.511 nats vs δ 0.5"
+    knob = RULES["relaxed-top-k"].knob
+    assert knob.check("8/0.5") == knob.check("8, 0.5") == knob.check([8, 0.5]) == (8, 0.5) == knob.default
+    assert knob.said((4, 1.5)) == "K 4, delta 1.5" and knob.text((4, 1.5)) == "4/1.5"
+    for bad in ("8", "8/0.5/1", "0/0.5", "8/-1", 3.0):
+        with pytest.raises(ValueError):
+            knob.check(bad)
+
+
+def test_a_pair_knob_rides_the_config_and_the_trace(noisy_pair):
+    config = DecodeConfig.from_settings(method="relative", criterion="relaxed-top-k", knob="4/1.5", max_new_tokens=8)
+    assert config.knob == (4, 1.5)
+    trace = generate(noisy_pair, "def add(a, b):", config)
+    again = type(trace).from_json(trace.to_json())
+    assert again.config["knob"] in ([4, 1.5], (4, 1.5)) and DecodeConfig(**again.config).knob == (4, 1.5)
+    assert viz.rules.setting(RULES["relaxed-top-k"], (4, 1.5)) == "K 4, delta 1.5"
+
+
 # ---- the tie-only control -----------------------------------------------------------------------------------------
 def test_the_tie_only_control_accepts_a_tie_at_t0_and_nothing_more():
     tied = Evidence(
@@ -212,3 +249,70 @@ def test_the_inspector_draws_each_new_rules_own_test(noisy_pair):
         for rec in (r for r in trace.records if r.kind == "draft"):
             fig = viz.rule_test_figure(trace, rec)
             assert fig.layout.meta["rule"] == name and fig.layout.meta["verdict"] == rec.verdicts[name], (name, rec.pos)
+
+
+# ---- span gating: a switch any rule takes ---------------------------------------------------------------------------
+GATED = [("typical", "relative", 0.3), ("js+majority", "dropmatch", None), ("ensemble", "relative", 0.3)]
+
+
+@pytest.mark.parametrize("criterion, method, knob", GATED)
+def test_the_span_gate_keeps_the_rule_out_where_it_is_closed(criterion, method, knob, noisy_pair, monkeypatch):
+    """A gate that never opens decodes as lossless token for token; one that always opens decodes as the rule alone;
+    the real gate decides by the lossless test wherever it closed, lazily as in evidence mode, and every trace passes
+    the file check."""
+    import json
+
+    from dropmatch import decode
+    from dropmatch.trace import check
+
+    prompt = "def f(x):\n    return "
+    base = {"method": method, "criterion": criterion, "knob": knob, "max_new_tokens": 40}
+    lossless = generate(noisy_pair, prompt, DecodeConfig(method="lossless", max_new_tokens=40))
+    free = generate(noisy_pair, prompt, DecodeConfig(**base))
+    with monkeypatch.context() as m:
+        m.setattr(decode, "gate_open", lambda *_: False)
+        assert generate(noisy_pair, prompt, DecodeConfig(**base, span_gate=True)).token_ids == lossless.token_ids
+        m.setattr(decode, "gate_open", lambda *_: True)
+        assert generate(noisy_pair, prompt, DecodeConfig(**base, span_gate=True)).token_ids == free.token_ids
+    lazy = generate(noisy_pair, prompt, DecodeConfig(**base, span_gate=True))
+    full = generate(noisy_pair, prompt, DecodeConfig(**base, span_gate=True, evidence=True))
+    assert lazy.token_ids == full.token_ids
+    drafts = [r for r in full.records if r.kind == "draft"]
+    assert any(r.gated for r in drafts) and not all(r.gated for r in drafts)
+    for r in drafts:
+        if r.gated and r.reason != "skipped":
+            assert r.accepted is r.lossless and r.reason in ("exact", "rejected")
+    for trace in (lazy, full):
+        check(json.loads(trace.to_json()))
+    assert all(r.gated is None for r in free.records)
+
+
+def test_the_span_gate_is_a_rules_switch_and_the_file_check_holds_it_to_that():
+
+    with pytest.raises(ValueError, match="span_gate switches a rule"):
+        DecodeConfig(method="lossless", span_gate=True)
+    with pytest.raises(ValueError, match="true or false"):
+        DecodeConfig(span_gate="sometimes")
+    assert DecodeConfig(span_gate="true").span_gate is True
+
+
+def test_a_gated_record_decided_otherwise_than_the_lossless_test_is_refused(noisy_pair):
+    import json
+
+    from dropmatch.trace import check
+
+    config = DecodeConfig(method="relative", criterion="typical", knob=0.3, span_gate=True, max_new_tokens=40)
+    data = json.loads(generate(noisy_pair, "def f(x):\n    return ", config).to_json())
+    i = next(i for i, r in enumerate(data["records"]) if r["gated"] and r["reason"] == "exact")
+    data["records"][i]["gated"] = None
+    with pytest.raises(ValueError, match=rf"records\[{i}\].gated .*says true or false"):
+        check(data)
+    data["records"][i] |= {"gated": True, "lossless": False}
+    with pytest.raises(ValueError, match=rf"records\[{i}\]"):
+        check(data)
+    plain = json.loads(
+        generate(noisy_pair, "x", DecodeConfig(method="relative", criterion="typical", max_new_tokens=6)).to_json()
+    )
+    plain["records"][0]["gated"] = False
+    with pytest.raises(ValueError, match="only a draft of a span-gated run"):
+        check(plain)

@@ -43,6 +43,7 @@ FIRST_BAR = {
     "lenience": lambda n: n["p_d"] / n["q_d"],
     "tie-only": lambda n: n["rank"],
     "ensemble": lambda n: n["ens_edge"],
+    "relaxed-top-k": lambda n: n["gap"],
 }
 
 

@@ -69,6 +69,7 @@ DEFAULTS = {
     "max_new_tokens": 48,
     "seed": 0,
     "draft_quant": "int4" if default_device() == "cpu" else "none",
+    "span_gate": False,
 }
 # The criterion menu: (label, rule name) from the registry, DropMatch's criteria first, then its relatives.
 CRITERION_CHOICES = [(rule.label, name) for name, rule in RULES.items()]
@@ -266,7 +267,11 @@ def configs(settings: Mapping[str, Any]) -> dict[str, DecodeConfig]:
         relaxed = DecodeConfig.from_settings(limits=APP_LIMITS, evidence=True, **raw)
         # the lossless side in OR mode whatever the first side's: "replace" drops the lossless test, which is all
         # lossless decoding has (its records then had no accepting rule, and the run stopped on an internal error)
-        return {RUNS[0]: relaxed, RUNS[1]: replace(relaxed, method="lossless", knob=None, mode=MODES[0])}
+        lossless = replace(relaxed, method="lossless", knob=None, mode=MODES[0], span_gate=False)
+        return {RUNS[0]: relaxed, RUNS[1]: lossless}
+
+
+API_TYPES = {"knob": float | str | None}  # a number, or a pair written as text ("8/0.5"), as the knob box sends it
 
 
 def takes_settings(fn):
@@ -285,7 +290,7 @@ def takes_settings(fn):
             name,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
             default=DEFAULTS.get(name),
-            annotation=fields[name] if DEFAULTS.get(name) is None else type(DEFAULTS[name]),
+            annotation=API_TYPES.get(name) or (fields[name] if DEFAULTS.get(name) is None else type(DEFAULTS[name])),
         )
         for name in SETTINGS
     ]

@@ -88,8 +88,8 @@ def shown_rule(rule: str, chosen: dict[str, float]) -> str:
     if entry.knob is None:
         return entry.label
     if rule in chosen:
-        return f"{entry.title} at {entry.knob.name} {chosen[rule]:g}"
-    return f"{entry.title} at {entry.knob.name} {entry.knob.default:g} (its default)"
+        return f"{entry.title} at {entry.knob.said(chosen[rule])}"
+    return f"{entry.title} at {entry.knob.said()} (its default)"
 
 
 def recolour(v: Parts, traces: dict, rule: str, knob, selected) -> dict:

@@ -109,6 +109,12 @@ def _settings() -> dict:
         )
     with gr.Row():
         c["mode"] = gr.Radio(list(MODES), value=DEFAULTS["mode"], label="mode", info="or: lossless OR criterion")
+        c["span_gate"] = gr.Checkbox(
+            DEFAULTS["span_gate"],
+            label="span gate",
+            info="relax only inside comments, strings and whitespace (a chat turn: never on a digit)",
+            elem_id="span-gate",
+        )
     with gr.Row():
         c["max_new_tokens"] = _slider("max_new_tokens", 1, label="max new tokens", elem_id="max-new-tokens")
         seeds = RANGES["seed"]
@@ -550,7 +556,7 @@ def relaxed_label(v: Parts, criterion: str) -> dict:
     if rule.knob is None:
         knob = gr.update(value="", placeholder="none: a relative's setting")
     else:  # the value as it is (an opened trace may have just put its knob there)
-        knob = gr.update(placeholder=f"default: {rule.knob.name} {rule.knob.default:g}")
+        knob = gr.update(placeholder=f"default: {rule.knob.said()}")
     return {v[RUNS[0]]: gr.HighlightedText(label=output_label(rule.title)), v["knob"]: knob}
 
 
@@ -588,6 +594,8 @@ def restored(v: Parts, traces: dict) -> dict:
     cfg = trace.config
     # a trace recorded before the engine options says nothing of its draft: that control stays as it is
     settings = {name: cfg[name] for name in SETTINGS if name in cfg and (name != "draft_quant" or cfg[name])}
+    if isinstance(settings.get("knob"), (list, tuple)):  # a pair of knobs, as the knob box writes it: "8/0.5"
+        settings["knob"] = RULES[cfg["criterion"]].knob.text(settings["knob"])
     return {**run_labels(v, traces), **updates(v, {"prompt": trace.prompt, "chat": trace.chat, **settings})}
 
 

@@ -29,6 +29,10 @@ BONUS = (
     "distribution. No test ran here."
 )
 TARGET_ONLY = "Target-only decoding: no draft, nothing was tested."
+GATED = (
+    "The span gate kept the rule out here (in a program, the text so far stands in code and the token is not "
+    "whitespace; in a chat turn, the token holds a digit): the lossless test decided alone."
+)
 UNLINKED = "A correction whose rejected draft is not in this trace: nothing to show of its test."
 LAZY = (
     "{title} recorded no statistics here (a lazy run checks its rule only where the lossless test rejects, up to the "
@@ -121,10 +125,12 @@ def rule_test_figure(trace: Trace, rec: TokenRecord) -> go.Figure:
     the token id tested.
     """
     ev = evidence_record(trace, rec)
-    if trace.config.get("method") == "dropmatch":
-        return js_figure(ev)
     entry, knob = run_rule(trace)
     head = rule_head(entry, knob) if entry is not LOSSLESS else "lossless test"
+    if ev.kind == "draft" and ev.gated:
+        return _lossless_figure(trace, ev, f"{GATED} ", f"{head} kept out here; ")
+    if trace.config.get("method") == "dropmatch":
+        return js_figure(ev)
     if rec.kind in ("bonus", "target"):
         return message_figure(BONUS if rec.kind == "bonus" else TARGET_ONLY, head.rstrip(":"))
     if ev.kind != "draft":

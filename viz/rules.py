@@ -81,7 +81,7 @@ def run_verdict(trace: Trace, rec: TokenRecord) -> bool | None:
     if rec.reason != "skipped":
         return bool(rec.accepted)
     cfg = trace.config
-    if cfg.get("method") not in RELAXED_METHODS:
+    if cfg.get("method") not in RELAXED_METHODS or rec.gated:
         return rec.lossless
     own = decide(rec, cfg["criterion"], cfg.get("knob"))
     return None if own is None else RULES[cfg["criterion"]].join(bool(rec.lossless), own, cfg.get("mode"))
@@ -116,7 +116,7 @@ def setting(entry: Rule, knob: float | None, K=None, p_drop=None) -> str:
     if entry.needs_paths:
         return f"K {K}, p_drop {p_drop:g}"
     if entry.knob is not None:
-        return f"{entry.knob.name} {entry.setting(knob):g}"
+        return entry.knob.said(entry.setting(knob))
     return ""
 
 

@@ -57,7 +57,7 @@ def display_name(trace: Trace) -> str:
     cfg = trace.config
     if cfg.get("method") == "relative":
         knob, value = KNOBS.get(cfg.get("criterion")), cfg.get("knob")
-        return str(cfg.get("criterion")) + (f", {knob.name} {value:g}" if knob and value is not None else "")
+        return str(cfg.get("criterion")) + (f", {knob.said(value)}" if knob and value is not None else "")
     return "DropMatch" if cfg.get("method") == "dropmatch" else str(cfg.get("method", "lossless"))
 
 

@@ -8,13 +8,16 @@ which for a one-factor-at-a-time design is the centre it was built around.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
 from dropmatch.config import FACTORS, SETTING_COLUMNS
+from dropmatch.criteria import CRITERION_KNOBS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import KNOB_NAMES, MEASURES, centre, held, pareto_front, setting_points
+from dropmatch.tradeoff import MEASURES, centre, gated, held, pareto_front, setting_points
 from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420
@@ -32,9 +35,15 @@ def label(row) -> str:
     """A short name for a setting: "lossless γ5", "DropMatch γ5 K5 p0.3 js+majority" or "typical γ5 epsilon=0.09"."""
     if row["method"] == "lossless":
         return f"lossless γ{int(row['gamma'])}"
+    gate = " gated" if gated(row) else ""
     if row["method"] in KNOBBED:
-        return f"{row['criterion']} γ{int(row['gamma'])} {KNOB_NAMES[row['criterion']]}={row['knob']:g}"
-    return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}"
+        knob = row["knob"]
+        if knob is None or (isinstance(knob, float) and math.isnan(knob)):  # a rule without a knob
+            return f"{row['criterion']} γ{int(row['gamma'])}{gate}"
+        written = knob if isinstance(knob, str) else f"{knob:g}"  # a pair of knobs is written "8/0.5"
+        name = CRITERION_KNOBS[row["criterion"]].name
+        return f"{row['criterion']} γ{int(row['gamma'])} {name}={written}{gate}"
+    return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}{gate}"
 
 
 def short_labels(pts: pd.DataFrame) -> pd.Series:

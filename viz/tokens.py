@@ -97,7 +97,9 @@ def rule_line(trace: Trace, rec: TokenRecord) -> str | None:
         f"Rule of this run: **{entry.title}**{', ' + words if words else ''} ({entry.how(trace.config.get('mode'))})."
     )
     ev = evidence_record(trace, rec)
-    if ev.kind == "draft":
+    if ev.kind == "draft" and ev.gated:
+        line += " At this draft the span gate kept it out: the lossless test decided alone."
+    elif ev.kind == "draft":
         line += f" At this draft: {statistic(ev, entry.name, knob, trace.config.get('K'))}."
     return line
 
@@ -110,6 +112,8 @@ def caption(trace: Trace, rec: TokenRecord) -> str:
         verdict = "accepted" if rec.accepted else "rejected"
         lossless = "accepts" if rec.lossless else "rejects"
         lines.append(f"Draft token {verdict}; the lossless test {lossless} it.")
+        if rec.gated:
+            lines.append("The span gate kept the rule out here: the lossless test decided alone.")
         if rec.reason in SEMANTIC:
             lines.append(f"A **semantic acceptance**: `{rec.reason}` accepted what lossless would have rejected.")
         elif rec.reason in RELAXED:

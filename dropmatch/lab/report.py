@@ -88,6 +88,9 @@ COLUMN_DEFINITIONS = (
         "target (top-k-sampling, min-p)",
         "knob": "a relative's or a truncation's one setting (threshold, epsilon, k, theta, min_p...; each rule's "
         "own, in dropmatch.criteria.RULES)",
+        "span_gate": "whether the rule relaxed only where the span gate let it (inside comments, strings and "
+        "whitespace; in a chat turn, off digits): the lossless test decided elsewhere; empty in sweeps recorded "
+        "before the gate",
         "family": "how the lossy-verification literature groups the rule: reads the dropout paths, reads the target "
         "only, compares draft and target, or verifies against its own distribution (the target alone for a "
         "truncation; empty for lossless)",

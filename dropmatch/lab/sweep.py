@@ -27,6 +27,7 @@ from dropmatch.config import (
     FACTORS,
     KNOB_METHODS,
     PAPER_SETTING,
+    RELAXED_METHODS,
     SETTING_COLUMNS,
     SWEEP_METHODS,
     DecodeConfig,
@@ -145,7 +146,8 @@ class Setting:
     K: int | None = None
     p_drop: float | None = None
     criterion: str | None = None
-    knob: float | None = None
+    knob: float | tuple | None = None
+    span_gate: bool = False  # the rule relaxes only where the span gate lets it (config.DecodeConfig.span_gate)
     seed: int | None = None  # one of a sweep's --seeds (a sampled replicate); None: the run's seed
 
     def key(self, suite: str, prompt_id: str) -> str:
@@ -153,11 +155,17 @@ class Setting:
         if self.method == "dropmatch":
             parts += [f"K{self.K}", f"p{self.p_drop:g}", str(self.criterion)]
         elif self.method in KNOB_METHODS:
-            parts += [str(self.criterion) if self.knob is None else f"{self.criterion}={self.knob:g}"]
+            text = None if self.knob is None else CRITERION_KNOBS[self.criterion].text(self.knob)
+            parts += [str(self.criterion) if text is None else f"{self.criterion}={text}"]
+        parts += ["gated"] if self.span_gate else []
         return "|".join(parts + ([f"s{self.seed}"] if self.seed is not None else []))
 
     def config(self, max_new_tokens: int, seed: int = 0, temperature: float = 0.0) -> DecodeConfig:
-        extra = {k: v for k, v in asdict(self).items() if k in (*FACTORS, "knob") and v is not None}
+        extra = {
+            k: v
+            for k, v in asdict(self).items()
+            if k in (*FACTORS, "knob", "span_gate") and v is not None and v is not False
+        }
         seed = self.seed if self.seed is not None else seed
         return DecodeConfig(
             method=self.method, max_new_tokens=max_new_tokens, seed=seed, temperature=temperature, **extra
@@ -171,15 +179,18 @@ def design_settings(
     centre: dict = PAPER_SETTING,
     rules: dict | None = None,
     seeds: list[int] | None = None,
+    gates: tuple[bool, ...] = (False,),
 ) -> list[Setting]:
     """Settings of a design: lossless once per gamma first, then the DropMatch points, then the relatives.
 
     grid maps a factor to its values (a missing factor stays at the centre). `ofat` = the centre plus each
     factor varied alone; `grid` = the full cross product. rules maps a relative (or a truncation of the target)
     to its knob values; each runs at the centre's gamma. seeds (sampling at T > 0) repeats every setting once per
-    seed, the seeds of one setting next to each other.
+    seed, the seeds of one setting next to each other. gates: each rule's setting once per span gate (False, True),
+    the baselines once.
     """
     settings = _design(grid, design, methods, centre, rules)
+    settings = [replace(s, span_gate=g) for s in settings for g in (gates if s.method in RELAXED_METHODS else (False,))]
     return [replace(s, seed=seed) for s in settings for seed in seeds] if seeds else settings
 
 
@@ -230,7 +241,8 @@ def merge_designs(old: dict | None, new: dict | None) -> dict | None:
         return new or old
 
     def union(a, b) -> list | None:
-        return list(dict.fromkeys([*(a or []), *(b or [])])) or None
+        values = [tuple(v) if isinstance(v, list) else v for v in (*(a or []), *(b or []))]  # a pair of knobs
+        return list(dict.fromkeys(values)) or None
 
     merged = dict(new)
     merged["methods"] = union(old.get("methods"), new.get("methods"))
@@ -263,6 +275,8 @@ def cell_row(suite: str, item: SuiteItem, setting: Setting, run: dict, metrics: 
     """One log row: the cell's key and identity, its setting, the run-wide settings, then the runner's metrics."""
     row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "category": item.category}
     fields = {k: v for k, v in asdict(setting).items() if k != "seed"}
+    if isinstance(setting.knob, tuple):  # a pair of knobs is logged as the app writes it, "8/0.5"
+        fields["knob"] = CRITERION_KNOBS[setting.criterion].text(setting.knob)
     seed = {"seed": setting.seed} if setting.seed is not None else {}  # a replicate's own seed, not the run's
     return row | fields | run | seed | metrics
 

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from dropmatch.config import Knob
+from dropmatch.config import Knob, KnobPair
 from dropmatch.rules.base import (
     EXACT,
     TARGET_ONLY,
@@ -155,6 +155,78 @@ TOP_K = Rule(
         ),
     ),
     figure=_top_k_figure,
+)
+
+
+# ---- relaxed top-K / delta (TensorRT-LLM) ------------------------------------------------------------------------
+def relaxed(s: Stats, knob: tuple) -> Verdict:
+    """TensorRT-LLM's relaxed acceptance (`relaxed_topk` K, `relaxed_delta` delta; AMD's ATOM ships K 8, delta 0.5):
+    accept d when it is among the target's K most likely tokens (its place in the target's order, ties by index, as
+    top-k reads it) and its log-probability is within delta of the top-1's, log p(d) >= log max p - delta. vLLM's
+    proposed ports write the second test as p(d) >= r max p, r = exp(-delta). The argmax itself goes through the
+    lossless test, as for top-k; top-k is this rule at delta = infinity, and K = 1 relaxes nothing (at any T). The
+    engines relax only inside reasoning spans; here it runs wherever the run's span gate lets a rule run. At T = 0 it
+    reads the T = 1 softmax, as every relative does."""
+    k, delta = knob
+    gap = torch.log(s["p_max"]) - torch.log(s["p_d"])  # nats below the top-1
+    inside, close = s["order"] <= k, gap <= delta
+    hit = torch.where(s["order"] == 1, s["native"].bool(), inside & close)
+    return verdict(hit, "relaxed", gap=gap, inside=inside, close=close)
+
+
+def _relaxed_figure(n: Numbers, knob: tuple, accepted):
+    k, delta = knob
+    gap = Bar(
+        "log p₁ − log p(d)",
+        n["gap"],
+        say("log max p − log p(d) = {gap:~} nats: how far d is below the top-1", n),
+        bool(n["close"]),
+    )
+    line = Line("δ", delta, f"δ {delta:g} nats (the knob's second part): d is close enough at or under it")
+    place = Bar(
+        "d's place",
+        n["order"],
+        say("d's place in the target's order: {order:.0f} (ties by index)", n),
+        bool(n["inside"]),
+    )
+    cut = Line("K", k, f"K {k:g} (the knob's first part): places 2 to K may relax; place 1 is the lossless test's")
+    return "the gap to the top-1 against δ, and d's place against K", (
+        Panel((gap,), (line,), "nats"),
+        Panel((place,), (cut,), "place"),
+    )
+
+
+RELAXED = Rule(
+    name="relaxed-top-k",
+    title="relaxed top-K/δ (TensorRT-LLM)",
+    family=TARGET_ONLY,
+    color="#0f766e",
+    reads=("order", "p_d", "p_max", "native"),
+    decide=relaxed,
+    explain=lambda n, knob: (
+        f"d's place {n['order']:.0f} vs K {knob[0]:g}; "
+        + say("log max p − log p(d) {gap:~} nats vs δ {knob[1]:g}", n, knob)
+    ),
+    knob=KnobPair(
+        Knob("K", 8, 1, 1000, "the target's top K places a draft may relax in", integer=True),
+        Knob("delta", 0.5, 0.0, 20.0, "how many nats below the target's top-1 log-probability a draft may lie"),
+        "written K/delta (8/0.5): accept d when it is among the target's K most likely tokens and log p(d) >= "
+        "log max p - delta (the argmax itself by the lossless test; at T = 0 on the T = 1 softmax); K = 1 relaxes "
+        "nothing, at any T; larger K and delta relax more",
+        strict=(1, 0.5),
+        strict_greedy=(1, 0.5),
+    ),
+    reasons=(
+        Reason(
+            "relaxed",
+            "relaxed top-K/δ",
+            "lossless rejects it, but it is in the target's top K and within delta nats of its top-1 (TensorRT-LLM)",
+            "#8b5cf6",
+            "R",
+            RELATIVE,
+        ),
+    ),
+    figure=_relaxed_figure,
 )
 
 
@@ -350,4 +422,4 @@ TIE_ONLY = Rule(
     figure=_tie_figure,
 )
 
-RULES = (TYPICAL, TOP_K, MARS, FLY, TIE_ONLY)
+RULES = (TYPICAL, TOP_K, RELAXED, MARS, FLY, TIE_ONLY)

@@ -26,6 +26,8 @@ from dropmatch.lab.sweep import (
     read_cells,
     run_sweep,
 )
+from dropmatch.sweep_tables import summary
+from dropmatch.tradeoff import setting_points
 from viz.sweep import relevant
 
 PAPER_GRID = {"p_drop": [0, 0.1, 0.2, 0.3, 0.4, 0.5], "K": [1, 3, 5, 8], "gamma": [3, 5, 8]}
@@ -255,6 +257,8 @@ def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, mon
         ("typical=0.05, 0.09,0.05", ("typical", [0.05, 0.09])),
         ("top-k=2,3", ("top-k", [2.0, 3.0])),
         ("fuzzy-tv=0.4", ("fuzzy-tv", [0.4])),
+        ("relaxed-top-k=8/0.5,8/1,8/0.5", ("relaxed-top-k", [(8, 0.5), (8, 1.0)])),  # a pair of knobs, K/delta
+        ("tie-only", ("tie-only", [None])),  # a rule without a knob, by its name alone
     ],
 )
 def test_parse_rule(text, expected):
@@ -269,6 +273,7 @@ def test_parse_rule(text, expected):
         ("top-k=2.5", "k must be an integer"),
         ("fuzzy-tv=1.5", r"threshold must lie in \[0, 1\]"),
         ("mars=0.9,", "comma-separated"),
+        ("relaxed-top-k=8", "K/delta takes two numbers, written 8/0.5"),
     ],
 )
 def test_parse_rule_refuses_clearly(text, message):
@@ -357,3 +362,44 @@ def test_a_directory_recorded_in_parts_keeps_every_commands_design(tmp_path):
     design = json.loads((tmp_path / "sweep.json").read_text())["humaneval"]["design"]
     assert design["methods"] == ["lossless", "dropmatch", "relative"]
     assert design["grid"]["p_drop"] == [0.1, 0.3] and design["rules"] == {"fly": [0.3]}
+
+
+def test_a_pair_knob_and_a_rule_without_a_knob_sweep_and_report(noisy_pair, tmp_path):
+    """relaxed top-K/delta logs its knob as the app writes it and runs one curve per K along delta; K 1 relaxes
+    nothing; the tie-only control is one point with no knob; the tables and the report take both."""
+    items = load_suite(DEFAULT_SUITE, limit=2)
+    rules = {"relaxed-top-k": [(1, 0.5), (8, 0.5), (8, 3.0)], "tie-only": [None]}
+    centre = {"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}
+    settings = design_settings({"gamma": [3]}, "ofat", rules=rules, centre=centre)
+    keys = [s.key("s", "p") for s in settings if s.method == "relative"]
+    assert keys[:2] == ["s|p|relative|g3|relaxed-top-k=1/0.5", "s|p|relative|g3|relaxed-top-k=8/0.5"]
+    assert keys[-1] == "s|p|relative|g3|tie-only"
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, make_runner(noisy_pair, 12))
+    strict = df[df["knob"] == "1/0.5"]
+    assert len(strict) == 2 and (strict["equal_share"] == 1).all() and (strict["relaxed_share"] == 0).all()
+    assert (df.loc[df["knob"].isin(["8/0.5", "8/3"]), "relaxed_emitted"] > 0).any()
+    ties = df[df["criterion"] == "tie-only"]
+    assert len(ties) == 2 and (ties["equal_share"] == 1).all()  # float32: no ties, so no churn
+    table = summary(df)
+    assert {"1/0.5", "8/0.5", "8/3"} <= set(table["knob"].dropna())
+    points = setting_points(df)
+    assert {"relaxed-top-k K1", "relaxed-top-k K8", "tie-only"} <= set(points["rule"])
+    assert sorted(points.loc[points["rule"] == "relaxed-top-k K8", "knob"]) == [0.5, 3.0]  # the curve runs along delta
+    page = render(df, {})
+    assert "relaxed-top-k K8" in page and "tie-only" in page
+
+
+def test_the_span_gate_is_a_sweep_axis_for_the_rules_alone(noisy_pair, tmp_path):
+    centre = {"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}
+    settings = design_settings({}, "ofat", rules={"typical": [0.3]}, centre=centre, gates=(False, True))
+    keys = [s.key("s", "p") for s in settings]
+    assert keys.count("s|p|lossless|g3") == 1  # the baseline once
+    assert "s|p|relative|g3|typical=0.3" in keys and "s|p|relative|g3|typical=0.3|gated" in keys
+    assert "s|p|dropmatch|g3|K5|p0.3|js+majority|gated" in keys
+    assert all(s.config(8).span_gate == s.span_gate for s in settings)
+    items = load_suite(DEFAULT_SUITE, limit=2)
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, make_runner(noisy_pair, 12))
+    points = setting_points(df)
+    assert {"typical", "typical (span-gated)", "DropMatch js+majority (span-gated)"} <= set(points["rule"])
+    assert set(summary(df)["span_gate"].dropna()) == {False, True}
+    assert "typical (span-gated)" in render(df, {})

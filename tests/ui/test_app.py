@@ -370,3 +370,20 @@ def test_a_relatives_inspector_says_its_rule_did_not_read_the_dropout_paths(nois
     }
     out = by_name(view, explore.inspect(view, traces, "DropMatch", 0))
     assert out["heat"].data and "this run's rule did not read them" in out["heat"].layout.title.text
+
+
+def test_a_pair_knob_and_the_span_gate_run_through_the_api(client, view):
+    """Relaxed top-K/delta takes its two knobs as the knob box writes them; the span gate switches the relaxed side
+    alone (lossless beside it runs no rule), and an opened trace puts both back in their controls."""
+    settings = {**SETTINGS, "criterion": "relaxed-top-k", "knob": "4/1.5", "span_gate": True, "max_new_tokens": 8}
+    traces = traces_from_data(client.predict(PROMPT, **settings, api_name="/trace"))
+    relaxed, lossless = traces["DropMatch"], traces["lossless"]
+    assert relaxed.config["knob"] in ([4, 1.5], (4, 1.5)) and relaxed.config["span_gate"] is True
+    assert lossless.config["span_gate"] is False and lossless.config["knob"] is None
+    assert all(r.gated is not None for r in relaxed.records if r.kind == "draft")
+    shown = by_name(view, explore.finished(view, traces, "Done"))
+    assert shown["table"].columns[1] == "relaxed-top-k, K 4, delta 1.5"
+    restored = by_name(view, explore.restored(view, traces))
+    assert restored["knob"] == "4/1.5" and restored["span_gate"] is True
+    with pytest.raises(Exception, match="K/delta takes two numbers, written 8/0.5"):
+        client.predict(PROMPT, **{**settings, "knob": "4"}, api_name="/trace")
