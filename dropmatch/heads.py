@@ -42,8 +42,22 @@ class TargetHead:
             multiply=getattr(model, "logit_scale", None) or None,
         )
 
-    def __call__(self, h: torch.Tensor) -> torch.Tensor:
+    def __call__(self, h: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        """The head on h * scale, as float32 logits.
+
+        A scale other than 1 (inverted dropout's 1 / (1 - p_drop), `path_logits`) multiplies the module's product in
+        float32, not h in the model's dtype, where the scale itself would be rounded (in bf16, 1 / 0.7 becomes 1.4297)
+        and every scaled unit rounded again. The module is affine (W h + b), so module(h * s) = s * (module(h) - b) + b,
+        with b read as module(0) (through the module's own hooks); the post-processing then runs in float32.
+        """
         z = self.module(h)  # [..., V]
+        if scale != 1.0:
+            z = z.float()
+            if getattr(self.module, "bias", None) is None and isinstance(self.module, torch.nn.Linear):
+                z = z * scale
+            else:
+                b = self.module(h.new_zeros(1, h.shape[-1])).float()  # [1, V]: the bias, or zeros
+                z = (z - b) * scale + b
         if self.multiply is not None:
             z = z * self.multiply
         if self.divide is not None:
@@ -89,15 +103,26 @@ def dropout_masks(positions: int, K: int, hidden: int, p_drop: float, generator:
     return u >= p_drop
 
 
+def inverted_scale(p_drop: float) -> float:
+    """Inverted dropout's 1 / (1 - p_drop): the kept units' scale, so a path's expected logits are the unmasked ones."""
+    return 1.0 / (1.0 - p_drop)
+
+
 def path_logits(h: torch.Tensor, head: Head, masks: torch.Tensor, p_drop: float) -> torch.Tensor:
     """Dense form: one batched head product head(h * m / (1 - p_drop)) for all K paths.
 
-    h: [P, H] final hidden states (after the final norm); head: the target's head (`TargetHead`, or any
-    callable on [..., H]); masks: [P, K, H]. Returns float32 logits [P, K, V].
+    h: [P, H] final hidden states (after the final norm); head: the target's head (`TargetHead`, or a bias-free
+    linear callable on [..., H]); masks: [P, K, H]. Returns float32 logits [P, K, V].
+
+    h * m is exact in h's dtype (m is 0 or 1); the scale multiplies the head's product in float32 (`TargetHead`,
+    or here for a linear head), never h in h's dtype, where it would be rounded (in bf16, 1 / 0.7 becomes 1.4297:
+    every path's logits 0.08% too large) and every scaled unit rounded again.
     """
-    scale = 1.0 / (1.0 - p_drop)
-    dropped = h[:, None, :] * (masks.to(h.device, h.dtype) * scale)  # [P, K, H]
-    return head(dropped).float()  # [P, K, V]
+    dropped = h[:, None, :] * masks.to(h.device, h.dtype)  # [P, K, H]
+    scale = inverted_scale(p_drop)
+    if isinstance(head, TargetHead):
+        return head(dropped, scale)  # [P, K, V]
+    return head(dropped).float() * scale  # [P, K, V]
 
 
 def sparse_complement_logits(
@@ -107,7 +132,7 @@ def sparse_complement_logits(
 
     z: [P, V] unmasked logits W h; weight_t: [H, V] (a contiguous transposed copy of W, so a dropped
     hidden unit is one row), on h's device; masks: [P, K, H], moved to h's device as `path_logits` moves them.
-    Equal to `path_logits` up to float rounding.
+    Equal to `path_logits` up to float rounding; as there, the scale multiplies the product in float32.
     """
     P, K, H = masks.shape
     drop = ~masks.to(h.device).reshape(P * K, H)  # [P*K, H]
@@ -117,7 +142,7 @@ def sparse_complement_logits(
     offsets[1:] = torch.cumsum(drop.sum(-1), 0)[:-1]
     removed = F.embedding_bag(cols, weight_t, offsets, mode="sum", per_sample_weights=weights)  # [P*K, V]
     out = z.float()[:, None, :] - removed.float().reshape(P, K, -1)
-    return out / (1.0 - p_drop)
+    return out * inverted_scale(p_drop)
 
 
 def js_divergence(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:

@@ -108,3 +108,43 @@ def test_the_device_check_sees_a_tensor_made_on_the_default_device():
     with DeviceMixing(to_numpy) as mixing:
         to_numpy(torch.ones(2) * 2)
     assert [c.what for c in mixing.calls] == [".numpy() without .cpu()"]
+
+
+@pytest.mark.parametrize("head_kind", ["plain linear", "TargetHead", "TargetHead with a bias"])
+def test_a_bf16_head_gets_the_dropout_scale_in_float32(head_kind):
+    """1 / (1 - p_drop) multiplies the head's product in float32, not h in the head's dtype: in bf16 1 / 0.7 rounds
+    to 1.4297 (every path's logits 0.08% too large) and each scaled unit rounds once more. With every unit kept, the
+    paths are the unmasked logits times 1 / 0.7 (a bias added unscaled) to float32 rounding."""
+    g = torch.Generator().manual_seed(0)
+    W, h = torch.randn(50, 64, generator=g).bfloat16(), torch.randn(3, 64, generator=g).bfloat16()
+    if head_kind == "plain linear":
+        head, bias = linear(W), torch.zeros(50)
+    else:
+        module = torch.nn.Linear(64, 50, bias=head_kind.endswith("bias"), dtype=torch.bfloat16)
+        with torch.no_grad():
+            module.weight.copy_(W)
+            if module.bias is not None:
+                module.bias.copy_(torch.randn(50, generator=g))
+        head, bias = TargetHead(module=module), (module.bias if module.bias is not None else torch.zeros(50)).float()
+    paths = path_logits(h, head, torch.ones(3, 5, 64, dtype=torch.bool), 0.3)  # [3, 5, 50]
+    unmasked = head(h).float()  # [3, 50]
+    expected = ((unmasked - bias) / 0.7 + bias)[:, None, :].expand_as(paths)
+    torch.testing.assert_close(paths, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_the_paths_are_the_head_on_the_scaled_masked_state():
+    """head(h * m / (1 - p_drop)) by its definition, for a head with a bias and every post-processing step (the scale
+    is applied past the module, so the bias must stay unscaled and the softcap come after it); at p_drop 0 the paths
+    are the unmasked head exactly."""
+    g = torch.Generator().manual_seed(0)
+    module = torch.nn.Linear(16, 50, bias=True)
+    with torch.no_grad():
+        module.weight.copy_(torch.randn(50, 16, generator=g))
+        module.bias.copy_(torch.randn(50, generator=g))
+    head = TargetHead(module=module, softcap=3.0, divide=2.0, multiply=0.5)
+    h, masks = torch.randn(3, 16, generator=g), dropout_masks(3, 5, 16, 0.3, g)
+    with torch.no_grad():
+        paths = path_logits(h, head, masks, 0.3)
+        torch.testing.assert_close(paths, head(h[:, None, :] * masks / 0.7), rtol=1e-5, atol=1e-5)
+        kept = torch.ones(3, 5, 16, dtype=torch.bool)
+        assert torch.equal(path_logits(h, head, kept, 0.0), head(h)[:, None, :].expand(3, 5, 50))
