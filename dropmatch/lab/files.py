@@ -43,7 +43,8 @@ class Design:
     centre: dict | None = None
     grid: dict[str, list | None] | None = None
     methods: list[str] | None = None
-    rules: dict[str, list[float]] | None = None
+    rules: dict[str, list] | None = None  # a rule's knob values: numbers, [K, delta] pairs, or null (no knob)
+    span_gate: str | None = None  # "on" or "both" where the rules ran behind the span gate
     environment: dict | None = None
 
 

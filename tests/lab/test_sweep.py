@@ -403,3 +403,12 @@ def test_the_span_gate_is_a_sweep_axis_for_the_rules_alone(noisy_pair, tmp_path)
     assert {"typical", "typical (span-gated)", "DropMatch js+majority (span-gated)"} <= set(points["rule"])
     assert set(summary(df)["span_gate"].dropna()) == {False, True}
     assert "typical (span-gated)" in render(df, {})
+
+
+def test_a_manifest_keeps_pairs_of_knobs_rules_without_one_and_the_span_gate(tmp_path):
+    design = {"design": "ofat", "rules": {"relaxed-top-k": [(8, 0.5)], "tie-only": [None]}, "span_gate": "both"}
+    check_manifest(tmp_path, "s", {"max_new_tokens": 8}, design)
+    later = {"design": "ofat", "rules": {"relaxed-top-k": [(8, 1.5)], "typical": [0.3]}}
+    check_manifest(tmp_path, "s", {"max_new_tokens": 8}, later)  # recorded in parts: the knobs of both kept
+    kept = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))["s"]["design"]["rules"]
+    assert kept == {"relaxed-top-k": [[8, 0.5], [8, 1.5]], "tie-only": [None], "typical": [0.3]}
