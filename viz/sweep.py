@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from dropmatch.config import FACTORS, SETTING_COLUMNS
 from dropmatch.criteria import CRITERION_KNOBS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import MEASURES, centre, gated, held, pareto_front, setting_points
+from dropmatch.tradeoff import MEASURES, base_rule, centre, gated, held, pareto_front, setting_points
 from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420
@@ -231,7 +231,7 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
 
 
 def rule_color(rule: str) -> str:
-    return METHOD_COLORS["DropMatch"] if rule.startswith("DropMatch") else RULE_COLORS.get(rule, "#475569")
+    return METHOD_COLORS["DropMatch"] if rule.startswith("DropMatch") else RULE_COLORS.get(base_rule(rule), "#475569")
 
 
 def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
