@@ -133,7 +133,7 @@ TOP_K = Rule(
     explain=lambda n, k: (
         say("d's place in the target's order {order:.0f} vs k {knob:g}", n, k) + f" (1: {_verdict_words(n)})"
     ),
-    knob=Knob(
+    knob=Knob(  # no source: k 2, the nearest relaxation to exact match
         "k",
         2,
         1,
@@ -271,7 +271,7 @@ MARS = Rule(
     explain=lambda n, theta: (
         say("z₂/z₁ {margin:~} vs θ {knob:g}; rank of d {rank:.0f}", n, theta) + f"; elsewhere {_verdict_words(n)}"
     ),
-    knob=Knob(
+    knob=Knob(  # the default, theta 0.9, is MARS's code's
         "theta",
         0.9,
         0.0,
