@@ -34,14 +34,14 @@ from dropmatch.config import (
     RELAXED_METHODS,
     SETTINGS,
     TARGET_QUANTS,
-    TRUNCATION_CRITERIA,
     TRUNCATION_KNOBS,
     DecodeConfig,
     bounded_float,
     check_setting,
     criterion_method,
+    criterion_names,
 )
-from dropmatch.criteria import CRITERION_KNOBS, KNOBS, RULES
+from dropmatch.criteria import CRITERION_KNOBS, KNOBS
 from dropmatch.decode import cpu_bf16, cpu_name, generate
 from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
 from dropmatch.lab.paper import HEAD_COST_MS
@@ -109,7 +109,7 @@ SETTING_HELP = {
     "knob": "the relative's (or the truncation's) setting, a pair written K/delta where it takes two; defaults: "
     + "; ".join(f"{n}: {k.said()}" for n, k in (KNOBS | TRUNCATION_KNOBS).items()),
 }
-CHOICES = {"criterion": (*RULES, *TRUNCATION_CRITERIA), "mode": MODES}
+CHOICES = {"criterion": criterion_names(), "mode": MODES}
 
 
 def _add_settings(p: argparse.ArgumentParser, names=DECODE_SETTINGS, **helps: str) -> None:

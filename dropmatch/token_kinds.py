@@ -105,13 +105,12 @@ def code_kinds(source: str, tokens: list[tuple[int, str]]) -> list[str]:
 
 
 # ---- span gating: where a rule may relax, decided live -------------------------------------------------------------
-SPANS = ("code", "comment", "string")
 
 
 _OPENS = re.compile(r"[#\"']")
 
 
-def span_after(text: str) -> str:
+def python_span(text: str) -> str:
     """Where the end of `text` stands, read as Python by its quotes and comment marks alone: "comment" after a `#` on
     its line, "string" inside a quoted literal (triple-quoted ones across lines; an f-string's fields count as its
     text), else "code". A one-quote literal left open at a line's end closes there, as Python's tokenizer gives up on
@@ -145,21 +144,11 @@ def span_after(text: str) -> str:
             break
 
 
-def python_span(source: str) -> str:
-    """Where the end of `source` stands (`span_after`): "code", "comment" or "string"."""
-    return span_after(source)
-
-
 def gate_open(prefix: str, piece: str, code: bool) -> bool:
     """Whether span gating lets a rule relax at a draft token `piece` that follows `prefix`. Code: where the prefix
     stands inside a comment or a string (`python_span`), or the token is whitespace; never on an identifier, a number,
     a keyword or punctuation of the program itself. Prose (a chat turn), this project's choice: anywhere but a token
     that holds a digit, since a changed number changes an answer the way a changed identifier changes a program."""
-    return span_allows(span_after(prefix) if code else "", piece, code)
-
-
-def span_allows(span: str, piece: str, code: bool) -> bool:
-    """`gate_open` from the span the prefix ends in (`span_after`; ignored for prose)."""
     if code:
-        return not piece.strip() or span != "code"
+        return not piece.strip() or python_span(prefix) != "code"
     return not any(ch.isdigit() for ch in piece)
