@@ -3,12 +3,11 @@
 Each accepts a draft token the lossless test rejects when the paths say it is a reasonable choice: the paper's
 Algorithm 1 (JS to the paths' centroid, else majority vote), and its parts and variants. They take no knob: the
 paths' K and p_drop are the run's own settings, so the inspector shows them at the run's p_drop only (their masks
-would have to be drawn again).
+would have to be drawn again). Their explain lines read a record's path fields (`js_draft`, `threshold`, the votes);
+a verdict carries only the JS numbers it computes anyway.
 """
 
 from __future__ import annotations
-
-import torch
 
 from dropmatch.heads import PathStats
 from dropmatch.rules.base import PATHS, Numbers, Reason, Rule, Verdict, say
@@ -30,17 +29,10 @@ NAIVE = Reason(
 )
 
 
-def _votes(s: PathStats) -> dict:
-    """The paths' votes for d and the most votes any one token has.  # [P] each"""
-    counts = (s.tokens[..., :, None] == s.tokens[..., None, :]).sum(-1)  # [P, K]: votes for each path's token
-    votes_d = (s.tokens == s.draft[:, None]).sum(-1)
-    return {"votes_d": votes_d, "votes_top": counts.max(-1).values, "K": torch.full_like(votes_d, s.K)}
-
-
 def naive(s: PathStats) -> Verdict:
     """Accept d when d is the top-1 token of ANY path (paper Eq. 4)."""
     hit = (s.tokens == s.draft[:, None]).any(-1)
-    return Verdict(accept=hit, components={"naive": hit}, numbers=_votes(s))
+    return Verdict(accept=hit, components={"naive": hit})
 
 
 def js(s: PathStats) -> Verdict:
@@ -53,14 +45,13 @@ def js(s: PathStats) -> Verdict:
 def majority(s: PathStats) -> Verdict:
     """Accept d when it is the plurality top-1 of the K paths (a tie is no majority)."""
     hit = s.majority == s.draft
-    return Verdict(accept=hit, components={"majority": hit}, numbers=_votes(s))
+    return Verdict(accept=hit, components={"majority": hit})
 
 
 def majority_strict(s: PathStats) -> Verdict:
     """Accept d when more than K/2 paths vote for it."""
-    votes = _votes(s)
-    hit = votes["votes_d"] * 2 > s.K
-    return Verdict(accept=hit, components={"majority": hit}, numbers=votes)
+    hit = (s.tokens == s.draft[:, None]).sum(-1) * 2 > s.K
+    return Verdict(accept=hit, components={"majority": hit})
 
 
 def js_majority(s: PathStats) -> Verdict:
