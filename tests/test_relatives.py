@@ -221,7 +221,6 @@ def test_every_rule_but_dropmatchs_is_one_entry_that_decides_explains_and_draws_
         assert rule.label.endswith(rule.title) and rule.color.startswith("#")
         assert all(REASONS[reason.name] is reason for reason in rule.reasons)
         for ev in (greedy, sampled):
-            assert rule(ev).accept.tolist() == rule(ev, rule.setting(None)).accept.tolist()
             accepted, numbers = rule.reading(ev)
             assert set(numbers) >= set(rule.shows)
             assert rule.explain(numbers, rule.setting(None))

@@ -191,9 +191,9 @@ def test_a_strict_knob_decodes_token_for_token_as_lossless(name, greedy, noisy_p
 def test_the_rules_without_a_lossless_knob_say_so():
     """Typical acceptance has none; EARS and lenience relax at T = 0 at every knob (this project's greedy reading)."""
     assert RULES["typical"].knob.strict is None is RULES["typical"].knob.strict_greedy
-    for name in ("ears", "lenience"):
+    for name, symbol in (("ears", "beta"), ("lenience", "l")):
         assert RULES[name].knob.strict is not None and RULES[name].knob.strict_greedy is None
-        assert "no" in RULES[name].knob.meaning and "lossless" in RULES[name].knob.meaning
+        assert f"which no {symbol} makes lossless" in RULES[name].knob.meaning
 
 
 # ---- the ensemble against transformers' own ----------------------------------------------------------------------
