@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from dropmatch import llamacpp
 from dropmatch.config import RELAXED_METHODS, TARGET_ONLY_METHODS, DecodeConfig, sampling_temperature
@@ -65,8 +66,10 @@ class _Stage:
         return self.logits(self.hidden(ids)[-1:])[0]
 
     def cut(self, keep: int) -> None:
-        """Drop cached positions past `keep` (transformers 5: a negative crop removes that many)."""
-        self.cache.crop(-max(0, self.length - keep))
+        """Drop cached positions past `keep` (transformers 5: a negative crop removes that many). Nothing to drop
+        calls nothing: crop(0) emptied the cache in transformers before 5.x (PR #47720)."""
+        if self.length > keep:
+            self.cache.crop(keep - self.length)
 
 
 def stages(pair: ModelPair, drafting: bool) -> tuple:
@@ -222,19 +225,15 @@ class Decoder:
         probs = torch.softmax(logits.cpu() / self.T, -1)
         return torch.multinomial(probs, 1, generator=self.generator)[0].to(logits.device)
 
-    def _draft(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The draft proposes k tokens autoregressively and keeps its full log-distributions q, on the target's
-        device; each greedy step feeds the last token back without reading it on the host.  # [k], [k, V]"""
+    def _feed(self, stage) -> torch.Tensor:
+        """The context's tokens a stage has not read yet, as a tensor on the target's device.  # [n]"""
+        return torch.tensor(self._unseen(stage), dtype=torch.long, device=self.target.device)
+
+    def _propose(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One draft step from the draft's logits [V]: the draft token (picked as `_pick` picks) and the draft's
+        log-distribution at the round's temperature, both on the target's device.  # [], [V]"""
         device = self.target.device
-        if k == 0:
-            return torch.empty(0, dtype=torch.long, device=device), torch.empty(0, self.target.vocab, device=device)
-        tokens, q_logp, feed = [], [], self._unseen(self.draft)
-        for _ in range(k):
-            logits = self.draft.next_logits(feed)  # [V]
-            q_logp.append(torch.log_softmax(logits / self.T, -1))
-            tokens.append(self._pick(logits))
-            feed = tokens[-1][None]
-        return torch.stack(tokens).to(device), torch.stack(q_logp).to(device)
+        return self._pick(logits).to(device), torch.log_softmax(logits / self.T, -1).to(device)
 
     def _paths(self, round_: int, positions: list[int], h: torch.Tensor) -> tuple[torch.Tensor, tuple]:
         """K dropout paths at the given positions, one batched head product on the target's device: their logits
@@ -365,49 +364,49 @@ class Decoder:
         return out, "length" if len(out) >= self.room else None
 
     def _round(self) -> None:
-        cfg, t, timer = self.cfg, len(self.trace.rounds), Timer(self.target.device)
-        with timer("total"):
-            # 1. Draft: k tokens d_1..d_k and the draft's distributions q (none for target-only decoding).
-            k = 0 if self.draft is None else min(cfg.gamma, self.room - 1)
-            with timer("draft"):
-                drafts, q_logp = self._draft(k)  # [k], [k, V]
-            # 2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
-            with timer("target"):
-                unseen = torch.tensor(self._unseen(self.target), dtype=torch.long, device=drafts.device)
-                h = self.target.hidden(torch.cat([unseen, drafts]))[-(k + 1) :]  # [k+1, H]
-                z = self.target.logits(h)  # [k+1, V], on the device
-            # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling with one
-            #    uniform per position (drawn here, after the draft's own draws, so a seed replays the round).
-            u = torch.rand(k, generator=self.generator).to(z.device) if cfg.temperature > 0 else None
-            ev = Evidence(drafts, q_logp, z, self.T, u=u, gamma=cfg.gamma)
-            # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace, read on the host
-            #    (one copy on a GPU); the prefix a.
-            read = self._relax(t, ev, h, timer)
-            a = accepted_length(read.accepts) if k else 0
-            # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
-            extra, kind = self._extra(ev, a, read.argmax, read.closed)
-            # 6. Emit up to an end token or the length limit, record the round (one more copy: the records'
-            #    numbers), cut both caches to the output.
-            emitted, finish = self._emit(read.draft[:a] + [extra])
-            outcome = RoundOutcome(
-                round=t,
-                evidence=ev,
-                lossless=tuple(read.lossless),
-                accepted=a,
-                extra=extra,
-                extra_kind=kind,
-                emitted=tuple(emitted),
-                checked=read.checked,
-                closed=read.closed,
-                mode=cfg.mode,
-                knobs={cfg.criterion: cfg.knob} if cfg.knob is not None else {},
-            )
-            self._record(outcome)
-            for stage in (self.target, self.draft):
-                if stage is not None:
-                    stage.cut(self.context_length - 1)
-        self.trace.rounds.append(_costs(t, k, cfg.K, read.checked, timer.read()))
-        self.trace.finish = finish
+        run_round([self])
+
+    def _k(self) -> int:
+        """How many tokens the draft proposes this round: gamma, fewer near the length limit, none without a draft."""
+        return 0 if self.draft is None else min(self.cfg.gamma, self.room - 1)
+
+    def _verify(self, drafts: torch.Tensor, q_logp: torch.Tensor, h: torch.Tensor, timer: Timer) -> str | None:
+        """Steps 3-6 of a round, after the forwards (`run_round`): the lossless test, the rule, the extra token, the
+        emitted tokens and their records, and both caches cut back to the output. Returns how the run finishes."""
+        cfg, t, k = self.cfg, len(self.trace.rounds), len(drafts)
+        z = self.target.logits(h)  # [k+1, V], on the device
+        # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling with one
+        #    uniform per position (drawn here, after the draft's own draws, so a seed replays the round).
+        u = torch.rand(k, generator=self.generator).to(z.device) if cfg.temperature > 0 else None
+        ev = Evidence(drafts, q_logp, z, self.T, u=u, gamma=cfg.gamma)
+        # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace, read on the host
+        #    (one copy on a GPU); the prefix a.
+        read = self._relax(t, ev, h, timer)
+        a = accepted_length(read.accepts) if k else 0
+        # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
+        extra, kind = self._extra(ev, a, read.argmax, read.closed)
+        # 6. Emit up to an end token or the length limit, record the round (one more copy: the records'
+        #    numbers), cut both caches to the output.
+        emitted, finish = self._emit(read.draft[:a] + [extra])
+        outcome = RoundOutcome(
+            round=t,
+            evidence=ev,
+            lossless=tuple(read.lossless),
+            accepted=a,
+            extra=extra,
+            extra_kind=kind,
+            emitted=tuple(emitted),
+            checked=read.checked,
+            closed=read.closed,
+            mode=cfg.mode,
+            knobs={cfg.criterion: cfg.knob} if cfg.knob is not None else {},
+        )
+        self._record(outcome)
+        for stage in (self.target, self.draft):
+            if stage is not None:
+                stage.cut(self.context_length - 1)
+        self._checked = read.checked
+        return finish
 
     def _record(self, outcome: RoundOutcome) -> None:
         """The round's tokens join the output, and its records the trace."""
@@ -431,6 +430,135 @@ class Decoder:
             self._round()
             self.trace.text = self.pair.tokenizer.decode(self.trace.token_ids, skip_special_tokens=True)
             yield self.trace
+
+
+@contextmanager
+def _timed(timers: list[Timer], step: str):
+    """One shared step timed on every participant's timer (each sequence waited for all of it)."""
+    with ExitStack() as stack:
+        for timer in timers:
+            stack.enter_context(timer(step))
+        yield
+
+
+def run_round(decoders: list[Decoder]) -> None:
+    """One verification round for each decoder (all of one pair, none finished), in lockstep: the draft proposes for
+    every sequence in shared steps, the target verifies every sequence's drafts in one forward (`hidden_all`), then
+    each sequence applies its own rule to its own rows (`Decoder._verify`). With one decoder this is the plain round.
+
+    The steps 1-2 of a round (see `Decoder._verify` for 3-6):
+    1. Draft: k tokens d_1..d_k and the draft's distributions q (none for target-only decoding).
+    2. One target forward over [unverified tail, d_1..d_k]: hidden states at the k+1 verify positions.
+    """
+    timers = [Timer(d.target.device) for d in decoders]
+    with _timed(timers, "total"):
+        ks = [d._k() for d in decoders]
+        with _timed(timers, "draft"):
+            proposals = _draft_all(decoders, ks)
+        with _timed(timers, "target"):
+            feeds = [torch.cat([d._feed(d.target), drafts]) for d, (drafts, _) in zip(decoders, proposals)]
+            hs = hidden_all([d.target for d in decoders], feeds)
+        finishes = []
+        for d, timer, k, (drafts, q_logp), h in zip(decoders, timers, ks, proposals, hs):
+            with timer("target"):
+                h = h[-(k + 1) :]  # [k+1, H]
+            finishes.append(d._verify(drafts, q_logp, h, timer))
+    for d, timer, k, finish in zip(decoders, timers, ks, finishes):
+        d.trace.rounds.append(_costs(len(d.trace.rounds), k, d.cfg.K, d._checked, timer.read()))
+        d.trace.finish = finish
+
+
+def _draft_all(decoders: list[Decoder], ks: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each decoder's k drafts and the draft's log-distributions q, proposed autoregressively in shared steps: step
+    s feeds every sequence that still drafts (its unread context first, then its last draft) through one forward and
+    one head product; each picks its token with its own generator.  # per decoder: [k], [k, V]"""
+    tokens, qs = [[] for _ in decoders], [[] for _ in decoders]
+    feeds = [d._feed(d.draft) if k else None for d, k in zip(decoders, ks)]
+    for step in range(max(ks, default=0)):
+        live = [i for i, k in enumerate(ks) if k > step]
+        hs = hidden_all([decoders[i].draft for i in live], [feeds[i] for i in live])
+        with torch.inference_mode():
+            logits = decoders[live[0]].draft.logits(torch.cat([h[-1:] for h in hs]))  # [B, V]
+        for row, i in enumerate(live):
+            token, q = decoders[i]._propose(logits[row])
+            tokens[i].append(token)
+            qs[i].append(q)
+            feeds[i] = token[None]
+    out = []
+    for d, t, q in zip(decoders, tokens, qs):
+        device = d.target.device
+        none = (torch.empty(0, dtype=torch.long, device=device), torch.empty(0, d.target.vocab, device=device))
+        out.append((torch.stack(t), torch.stack(q)) if t else none)
+    return out
+
+
+PREFILL = 32  # a feed longer than this (a prompt) runs in a forward of its own: padding a batch to it costs more
+
+
+def hidden_all(stages: list, feeds: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each stage's hidden states for its feed, extending its cache (as `stage.hidden`): the stages of one model run
+    in one forward where their caches allow (`_batchable`); a long feed (a prompt) and a stage that cannot batch run
+    alone.  # per stage: [n_i, H]"""
+    together = [i for i, (s, f) in enumerate(zip(stages, feeds)) if _batchable(s) and len(f) <= PREFILL]
+    if len(together) < 2:
+        together = []
+    out = [None if i in together else s.hidden(f) for i, (s, f) in enumerate(zip(stages, feeds))]
+    if together:
+        for i, h in zip(together, _batched_hidden([stages[i] for i in together], [feeds[i] for i in together])):
+            out[i] = h
+    return out
+
+
+def _batchable(stage) -> bool:
+    """A torch stage whose cache is full attention only (a sliding window or a recurrent layer keeps state that
+    left-padding would break): its cache can be stacked with others'."""
+    return isinstance(stage, _Stage) and all(type(layer) is DynamicLayer for layer in stage.cache.layers)
+
+
+@torch.inference_mode()
+def _batched_hidden(stages: list[_Stage], feeds: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One forward of the shared body over several sequences, each with its own cache and feed.
+
+    transformers' caches hold one length for the whole batch, and ours are cut to a different length per sequence
+    every round, so each sequence keeps its own cache and the forward runs on a stacked copy: sequence i's cached
+    keys and values left-padded to the longest (P slots), then its feed right-aligned in the N new slots, pad slots
+    masked out by the attention mask and each real token at its own position (position_ids). Afterwards each
+    sequence's cache takes only its own new slots. The copy costs one read of the caches per forward, small beside
+    the weights a forward reads; in exchange a cache never holds another sequence's slots and a sequence leaves or
+    joins the batch at no cost.  # per stage: [n_i, H]
+    """
+    body, device = stages[0].body, stages[0].device
+    lengths, sizes = [s.length for s in stages], [len(f) for f in feeds]
+    P, N, B = max(lengths), max(sizes), len(stages)
+    ids = torch.zeros(B, N, dtype=torch.long, device=device)
+    mask = torch.zeros(B, P + N, dtype=torch.long, device=device)
+    positions = torch.zeros(B, N, dtype=torch.long, device=device)
+    for i, (L, n, feed) in enumerate(zip(lengths, sizes, feeds)):
+        ids[i, N - n :] = feed
+        mask[i, P - L : P] = 1
+        mask[i, P + N - n :] = 1
+        positions[i, N - n :] = torch.arange(L, L + n, device=device)
+    cache = DynamicCache()
+    if P:
+        ref = next(s for s in stages if s.length).cache.layers  # a filled cache: the keys' shape and dtype
+        stacked = []
+        for layer, like in enumerate(ref):
+            kv = []
+            for x in ("keys", "values"):
+                heads, dim = getattr(like, x).shape[1], getattr(like, x).shape[3]
+                out = getattr(like, x).new_zeros(B, heads, P, dim)
+                for i, (s, L) in enumerate(zip(stages, lengths)):
+                    if L:
+                        out[i, :, P - L :] = getattr(s.cache.layers[layer], x)[0]
+                kv.append(out)
+            stacked.append(tuple(kv))
+        cache = DynamicCache(ddp_cache_data=stacked)
+    h = body(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True)
+    for i, (s, n) in enumerate(zip(stages, sizes)):
+        for own, stacked in zip(s.cache.layers, cache.layers):
+            keys, values = (x[i : i + 1, :, P + N - n :] for x in (stacked.keys, stacked.values))
+            own.update(keys.contiguous(), values.contiguous())
+    return [h.last_hidden_state[i, N - n :] for i, n in enumerate(sizes)]
 
 
 def _costs(t: int, k: int, K: int, checked: dict, seconds: dict) -> RoundRecord:
@@ -469,6 +597,55 @@ def stream(pair: ModelPair, prompt: str, config: DecodeConfig, chat: bool = Fals
     """Yield the trace after every round (the same object, growing); `trace.finish` is set at the end."""
     ids = encode_prompt(pair.tokenizer, prompt, chat)
     return Decoder(pair, config, ids, prompt, bool(chat)).rounds()
+
+
+class Request(NamedTuple):
+    """One decode of a batch: a prompt under a config (each request has its own rule, knob, seed and stopping)."""
+
+    prompt: str
+    config: DecodeConfig
+    chat: bool = False
+
+
+class Step(NamedTuple):
+    """What `stream_many` yields after each round of each live request."""
+
+    index: int  # the request's place in the requests
+    trace: Trace  # its trace so far (the same object, growing)
+    left: bool  # it left the batch after this round: finished, or `until` said so
+    cpu_s: float  # its share of the process's CPU seconds so far: each round's split evenly among its sequences
+
+
+def stream_many(
+    pair: ModelPair, requests: Iterable[Request], batch: int = 1, until: Callable[[int, Trace], bool] | None = None
+) -> Iterator[Step]:
+    """Decode many requests, up to `batch` of them at a time in lockstep rounds (`run_round`); a request that finishes
+    (or for which `until(index, trace)` is true after a round) leaves, and the next one takes its place (continuous
+    batching), so the batch stays full while requests remain. Each request decodes as it would alone (`stream`), up
+    to float rounding: its own rule, seed, generator and masks, which no neighbour changes. In bf16 a forward over a
+    batch rounds differently from one over a sequence, so a request can part from its batch-1 decode at a near-tie."""
+    if batch < 1:
+        raise ValueError(f"the batch size must be at least 1; got {batch}")
+    waiting, live, cpu = iter(enumerate(requests)), [], {}
+    while True:
+        while len(live) < batch and (job := next(waiting, None)) is not None:
+            i, (prompt, config, chat) = job
+            ids = encode_prompt(pair.tokenizer, prompt, chat)
+            live.append((i, Decoder(pair, config, ids, prompt, bool(chat))))
+            cpu[i] = 0.0
+        if not live:
+            return
+        start = time.process_time()
+        run_round([d for _, d in live])
+        share, staying = (time.process_time() - start) / len(live), []
+        for i, d in live:
+            d.trace.text = pair.tokenizer.decode(d.trace.token_ids, skip_special_tokens=True)
+            cpu[i] += share
+            left = d.trace.finish is not None or (until is not None and until(i, d.trace))
+            yield Step(i, d.trace, left, cpu.pop(i) if left else cpu[i])
+            if not left:
+                staying.append((i, d))
+        live = staying
 
 
 def generate(pair: ModelPair, prompt: str, config: DecodeConfig, chat: bool = False) -> Trace:

@@ -326,3 +326,15 @@ def test_a_lazy_record_keeps_what_its_rule_reads(noisy_pair, criterion):
     full = generate(noisy_pair, PROMPTS[0], cfg(method=method, criterion=criterion, p_drop=0.5, evidence=True))
     drafts = [r for r in full.records if r.kind == "draft"]
     assert all(set(r.rule_stats) == set(RECORDED_STATISTICS) and r.js_paths is not None for r in drafts)
+
+
+def test_a_stage_with_nothing_to_drop_calls_no_crop(tiny_pair, monkeypatch):
+    """crop(0) emptied the whole cache in transformers before 5.x (PR #47720): a cut that keeps everything (the
+    target after a fully accepted round; the draft, which never read its last draft) must not call it."""
+    from transformers import DynamicCache
+
+    calls, crop = [], DynamicCache.crop
+    monkeypatch.setattr(DynamicCache, "crop", lambda self, n: (calls.append(n), crop(self, n))[1])
+    trace = generate(tiny_pair, "The quick brown fox", cfg(method="lossless", max_new_tokens=24))
+    assert any(r.kind == "bonus" for r in trace.records)  # a fully accepted round happened
+    assert calls and 0 not in calls

@@ -125,3 +125,21 @@ def test_generate_json_contract(real_pair_f32, tmp_path, capsys):
     } <= set(data["metrics"])
     assert data["config"]["method"] == "dropmatch" and data["config"]["K"] == 5
     assert data["text"] in capsys.readouterr().out
+
+
+def test_a_batch_decodes_as_its_sequences_alone_real_pair(real_pair_f32):
+    """Four requests of the embedded pair in one batch (ragged prompts, greedy and sampled, DropMatch, a relative and
+    lossless; they finish at different rounds): each gives its batch-1 tokens, in float32."""
+    from dropmatch.decode import Request, stream_many
+
+    requests = [
+        Request(PROMPTS[0][0], DecodeConfig(method="dropmatch", p_drop=0.3, max_new_tokens=N)),
+        Request(PROMPTS[1][0], DecodeConfig(method="lossless", max_new_tokens=N - 8), chat=True),
+        Request(PROMPTS[2][0], DecodeConfig(method="relative", criterion="typical", max_new_tokens=N), chat=True),
+        Request(PROMPTS[0][0], DecodeConfig(method="dropmatch", p_drop=0.3, temperature=0.7, max_new_tokens=N - 4)),
+    ]
+    batched = {s.index: s.trace for s in stream_many(real_pair_f32, requests, batch=4) if s.left}
+    for i, (prompt, config, chat) in enumerate(requests):
+        alone = generate(real_pair_f32, prompt, config, chat=chat)
+        assert batched[i].token_ids == alone.token_ids, (i, config.method)
+        assert [r.reason for r in batched[i].records] == [r.reason for r in alone.records], i
