@@ -44,6 +44,7 @@ from dropmatch.config import (
 from dropmatch.criteria import CRITERION_KNOBS, KNOBS
 from dropmatch.decode import cpu_bf16, cpu_name, generate
 from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
+from dropmatch.lab.files import read_manifest
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.sweep_tables import summary
@@ -368,10 +369,21 @@ def _sweep_outputs(out: str) -> pd.DataFrame:
     return sweep.write_tables(out)
 
 
+def _sweep_batch(args, suite: str) -> int:
+    """The batch a sweep decodes at: --batch, else the one its directory was recorded at (batch 1 for a directory
+    that names none), else the default for a new directory; Ray's actors decode one cell at a time."""
+    if args.batch is not None or args.backend == "ray":
+        return args.batch or 1
+    recorded = read_manifest(args.out).get(suite, {}).get("run")
+    return sweep.DEFAULT_BATCH if recorded is None else recorded.get("batch", 1)
+
+
 def _cmd_sweep(args) -> int:
     """Validate everything, load the pair only if cells are pending, run them, write table and figures."""
     if args.backend != "ray" and (args.actors is not None or args.ray_address is not None):
         raise ValueError("--actors and --ray-address need --backend ray")
+    if args.backend == "ray" and args.batch not in (None, 1):
+        raise ValueError("--batch needs the serial backend: Ray's actors decode one cell at a time")
     distributed = _ray_backend() if args.backend == "ray" else None
     _threads(args.threads)
     items, suite = suites.load_suite(args.suite, args.limit), suites.suite_name(args.suite)
@@ -390,6 +402,8 @@ def _cmd_sweep(args) -> int:
     }
     lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab, "temperature": args.temperature or None}
     run |= {k: v for k, v in lean.items() if v not in ("none", None)}  # only when set: older sweeps still resume
+    batch = _sweep_batch(args, suite)
+    run |= {"batch": batch} if batch != 1 else {}  # batch 1 unsaid, as the older sweeps have it
     design = {
         "design": args.design,
         "centre": args.centre,
@@ -425,8 +439,8 @@ def _cmd_sweep(args) -> int:
         pair = load_pair(
             args.target, args.draft, args.dtype, args.device, draft_quant=args.draft_quant, draft_vocab=args.draft_vocab
         )
-        sweep.make_runner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
-        runner = sweep.make_runner(pair, args.max_new_tokens, args.seed, args.timeout, args.temperature)
+        sweep.PairRunner(pair, 8)(items[0], sweep.Setting("lossless", 3))  # warm-up, not recorded
+        runner = sweep.PairRunner(pair, args.max_new_tokens, args.seed, args.timeout, args.temperature, batch=batch)
         sweep.run_sweep(items, settings, args.out, suite, run, runner)
     failed = len(sweep.pending(args.out, suite, items, settings)) if todo and distributed is not None else 0
     if failed < len(items) * len(settings):  # only Ray records a failing cell and goes on; serial stops at it
@@ -684,6 +698,14 @@ def _add_sweep(sub) -> None:
         type=_positive,
         default=2,
         help="torch CPU threads (at most the usable CPUs; with --backend ray: per actor)",
+    )
+    p.add_argument(
+        "--batch",
+        type=_positive,
+        default=None,
+        help=f"cells decoded at a time, in lockstep rounds (serial backend; default: the directory's own batch, "
+        f"{sweep.DEFAULT_BATCH} for a new one; a directory keeps one batch, since a bf16 batch can part from "
+        "batch 1 at a near-tie)",
     )
     p.add_argument("--out", required=True, help="sweep directory (created; reruns resume it)")
     p.add_argument(

@@ -12,7 +12,7 @@ from dropmatch.config import TRUNCATION_KNOBS, DecodeConfig
 from dropmatch.criteria import FAMILIES, RULES
 from dropmatch.decode import generate
 from dropmatch.lab.suites import DEFAULT_SUITE, load_suite
-from dropmatch.lab.sweep import design_settings, make_runner, parse_rule, run_sweep
+from dropmatch.lab.sweep import PairRunner, design_settings, parse_rule, run_sweep
 from dropmatch.metrics import compute
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.sweep_tables import summary
@@ -93,7 +93,7 @@ def test_a_sweep_holds_truncation_rows_beside_lossless_and_the_relatives(tiny_pa
     settings = design_settings({}, "ofat", methods=["lossless", "relative", "truncation"], rules=rules)
     assert [s.method for s in settings] == ["lossless", "relative", "truncation", "truncation"]
     assert settings[2].key("s", "p") == "s|p|truncation|g5|min-p=0.1"
-    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 8}, make_runner(tiny_pair, 8))
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 8}, PairRunner(tiny_pair, 8))
     rows = df[df["method"] == "truncation"]
     assert sorted(rows["criterion"]) == ["min-p", "top-k-sampling"] and (rows["tau"] == 1).all()
     assert (rows["equal_share"].notna()).all()  # compared with lossless on the same prompt
@@ -138,7 +138,7 @@ def test_the_report_renders_a_sweep_with_truncation_rows(tiny_pair, tmp_path):
     rules = {"top-k": [1, 50], "min-p": [0.1]}
     centre = {"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}
     settings = design_settings({"gamma": [3]}, "ofat", rules=rules, centre=centre)
-    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 8}, make_runner(tiny_pair, 8))
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 8}, PairRunner(tiny_pair, 8))
     matched = matched_table(df)
     assert "min-p" in set(matched["rule"]) and "family" in matched
     page = render(df, {})

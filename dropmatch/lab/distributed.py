@@ -41,7 +41,7 @@ RunnerFactory = Callable[[], sweep.Runner]  # picklable; called once inside each
 @dataclass(frozen=True)
 class PairRunnerFactory:
     """The real runner, built inside an actor: the pair loaded as the serial sweep loads it, one warm-up cell
-    (not recorded), then `sweep.make_runner`."""
+    (not recorded), then `sweep.PairRunner`."""
 
     target: str
     draft: str
@@ -60,8 +60,8 @@ class PairRunnerFactory:
             self.target, self.draft, self.dtype, self.device, draft_quant=self.draft_quant, draft_vocab=self.draft_vocab
         )
         if self.warmup is not None:
-            sweep.make_runner(pair, 8)(self.warmup, sweep.Setting("lossless", 3))
-        return sweep.make_runner(pair, self.max_new_tokens, self.seed, self.timeout, self.temperature)
+            sweep.PairRunner(pair, 8)(self.warmup, sweep.Setting("lossless", 3))
+        return sweep.PairRunner(pair, self.max_new_tokens, self.seed, self.timeout, self.temperature)
 
 
 class CellActor:

@@ -24,13 +24,13 @@ from dropmatch.lab.files import TABLE
 from dropmatch.lab.report import write_report
 from dropmatch.lab.suites import DEFAULT_SUITE, HUMANEVAL, SuiteItem, load_suite, spread
 from dropmatch.lab.sweep import (
+    PairRunner,
     Runner,
     Setting,
     check_manifest,
     design_settings,
     iter_sweep,
     load_sweep,
-    make_runner,
     parse_rule,
     parse_values,
     pending,
@@ -109,7 +109,7 @@ def todo(p: Plan, out_dir: str | Path) -> list[tuple[SuiteItem, Setting]]:
 def decode_cells(p: Plan, pair, cells: list[tuple[SuiteItem, Setting]]) -> Iterator[tuple[str, dict]]:
     """Decode and measure each of `cells` on a loaded pair, with the plan's run-wide settings, and leave the task score
     to `scored` (HumanEval's tests are CPU work, to run where the model is not held): yields (cell key, row)."""
-    runner = make_runner(pair, p.run["max_new_tokens"], p.run["seed"], score=False)
+    runner = PairRunner(pair, p.run["max_new_tokens"], p.run["seed"], score=False)
     for item, setting in cells:
         yield setting.key(p.suite, item.id), runner(item, setting)
 

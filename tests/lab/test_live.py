@@ -143,7 +143,7 @@ TIMINGS = ("wall_s", "tokens_per_s", "overhead_share", "cpu_s", "tokens_per_cpu_
 
 def test_decoded_cells_are_scored_where_they_arrive_as_a_sweep_scores_them_inline(monkeypatch, noisy_pair, tmp_path):
     """decode_cells leaves the task score out (it runs where the model is held, a GPU slot on ZeroGPU); scored adds
-    it as each cell arrives, and the log holds what make_runner, scoring inline, writes."""
+    it as each cell arrives, and the log holds what PairRunner, scoring inline, writes."""
     scored_texts = []
 
     def stand_in_scorer(problem, completion, timeout):
@@ -158,7 +158,7 @@ def test_decoded_cells_are_scored_where_they_arrive_as_a_sweep_scores_them_inlin
     split = [row for _, _, row in lab.run_live(p, tmp_path, lab.scored(p, iter(decoded)))]
     assert len(scored_texts) == p.cells and [row["score"] for row in split] == [1.0, 0.0] * (p.cells // 2)
     scored_texts.clear()
-    inline = [row for _, _, row in lab.run_live(p, tmp_path / "inline", sweep.make_runner(noisy_pair, 8))]
+    inline = [row for _, _, row in lab.run_live(p, tmp_path / "inline", sweep.PairRunner(noisy_pair, 8))]
     assert [{k: v for k, v in row.items() if k not in TIMINGS} for row in split] == [
         {k: v for k, v in row.items() if k not in TIMINGS} for row in inline
     ]

@@ -18,7 +18,7 @@ import dropmatch.lab  # noqa: E402
 from dropmatch.cli import main  # noqa: E402
 from dropmatch.lab import distributed  # noqa: E402
 from dropmatch.lab.suites import DEFAULT_SUITE, load_suite  # noqa: E402
-from dropmatch.lab.sweep import CELLS, Setting, make_runner, pending, read_cells, run_sweep  # noqa: E402
+from dropmatch.lab.sweep import CELLS, PairRunner, Setting, pending, read_cells, run_sweep  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 TIMING = ("wall_s", "tokens_per_s", "overhead_share", "cpu_s", "tokens_per_cpu_s", "loadavg")
@@ -46,7 +46,7 @@ class TinyRunners:
     def __call__(self):
         from tiny_pair import tiny_pair
 
-        runner, crashed = make_runner(tiny_pair(noise=0.01), RUN["max_new_tokens"]), Path(self.log + ".crashed")
+        runner, crashed = PairRunner(tiny_pair(noise=0.01), RUN["max_new_tokens"]), Path(self.log + ".crashed")
 
         def run(item, setting):
             key = setting.key(self.suite, item.id)
@@ -85,7 +85,7 @@ def local_ray():
 def test_ray_cells_equal_the_serial_cells_even_when_an_actor_dies(noisy_pair, tmp_path):
     """Same keys, same output ids, text, tau and decisions per cell: only the timings differ. One actor dies
     (os._exit) in the middle of a cell: the cell runs again on a fresh actor and the table is complete."""
-    run_sweep(ITEMS, SETTINGS, tmp_path / "serial", "s", RUN, make_runner(noisy_pair, RUN["max_new_tokens"]))
+    run_sweep(ITEMS, SETTINGS, tmp_path / "serial", "s", RUN, PairRunner(noisy_pair, RUN["max_new_tokens"]))
     log, crash = tmp_path / "log", KEYS[1]
     df = distributed.run_ray_sweep(
         ITEMS, SETTINGS, tmp_path / "ray", "s", RUN, TinyRunners(str(log), crash=crash), actors=2, threads=2

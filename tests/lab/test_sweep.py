@@ -14,12 +14,12 @@ from dropmatch.lab.sweep import (
     CELLS,
     COLUMNS,
     DERIVED,
+    PairRunner,
     Setting,
     check_manifest,
     design_settings,
     ids_divergence,
     load_sweep,
-    make_runner,
     parse_centre,
     parse_rule,
     parse_values,
@@ -201,7 +201,7 @@ def test_real_runner_on_the_tiny_pair(tiny_pair, tmp_path):
         Setting("dropmatch", 3, 2, 0.0, "js+majority"),
         Setting("dropmatch", 3, 2, 0.5, "naive"),
     ]
-    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 10}, make_runner(tiny_pair, 10, timeout=5))
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 10}, PairRunner(tiny_pair, 10, timeout=5))
     assert len(df) == 9 and df["tau"].between(1, 4).all() and (df["n_tokens"] <= 10).all()
     exact = df[df["p_drop"] == 0]
     assert (
@@ -246,6 +246,9 @@ def test_cli_on_a_finished_sweep_loads_no_model_and_writes_outputs(tmp_path, mon
     assert "lossiness_vs_tau" in shown and "category_bars" not in shown  # three prompts of one category
     args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid[:-2], "--out", str(out)])
     with pytest.raises(ValueError, match="other settings"):  # max_new_tokens 64 into a 16-token sweep
+        args.func(args)
+    args = parser.parse_args(["sweep", "--suite", str(DEFAULT_SUITE), *grid, "--batch", "4", "--out", str(out)])
+    with pytest.raises(ValueError, match="batch=None here, 4 asked"):  # a directory keeps the batch it was recorded at
         args.func(args)
     args = parser.parse_args(["report", "--from", str(out)])
     assert args.func(args) == 0 and (out / "report.html").stat().st_size > 1_000_000
@@ -309,7 +312,7 @@ def test_relatives_sweep_on_the_tiny_pair_and_its_report(noisy_pair, tmp_path):
         rules={"top-k": [1, 50], "typical": [0.3]},
         centre={"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"},
     )
-    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, make_runner(noisy_pair, 12))
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, PairRunner(noisy_pair, 12))
     exact = df[(df["criterion"] == "top-k") & (df["knob"] == 1)]
     assert (exact["equal_share"] == 1).all() and (exact["relaxed_share"] == 0).all() and exact["loop"].notna().all()
     loose = df[(df["criterion"] == "top-k") & (df["knob"] == 50)]
@@ -323,6 +326,20 @@ def test_relatives_sweep_on_the_tiny_pair_and_its_report(noisy_pair, tmp_path):
     assert df["length_ratio"].notna().all() and df["mean_logp"].lt(0).all()
     page = render(df, {})
     assert "DropMatch beside its relatives" in page and "tau_target" in page and "s-tradeoff-" in page
+
+
+def test_a_batched_sweep_records_what_batch_1_records(noisy_pair, tmp_path):
+    """Cells decoded several at a time (continuous batching, rows written as cells finish) give batch 1's rows:
+    the same tokens, tau, reasons and scores, each cell once; in float32 on the tiny pair."""
+    items = load_suite(DEFAULT_SUITE, limit=3)
+    settings = design_settings({"p_drop": [0.1, 0.3], "gamma": [3]}, "ofat", rules={"typical": [0.3]})
+    run = {"max_new_tokens": 12}
+    one = run_sweep(items, settings, tmp_path / "one", "s", run, PairRunner(noisy_pair, 12)).set_index("key")
+    many = run_sweep(items, settings, tmp_path / "many", "s", run, PairRunner(noisy_pair, 12, batch=4)).set_index("key")
+    assert len(many) == len(one) == len(items) * len(settings) and not many.index.duplicated().any()
+    columns = ["output_ids", "tau", "reasons", "finish", "n_tokens", "relaxed_share"]
+    assert many.loc[one.index, columns].equals(one[columns])
+    assert many["cpu_s"].gt(0).all()
 
 
 def test_a_sampled_sweep_runs_each_setting_once_per_seed_against_lossless_of_the_same_seed(noisy_pair, tmp_path):
@@ -342,7 +359,7 @@ def test_a_sampled_sweep_runs_each_setting_once_per_seed_against_lossless_of_the
     ]
     assert settings[1].key("s", "p") == "s|p|lossless|g5|s1" and settings[1].config(8, 0, 0.7).seed == 1
     run = {"max_new_tokens": 12, "seed": 0, "temperature": 0.7}
-    df = run_sweep(items, settings, tmp_path, "s", run, make_runner(noisy_pair, 12, temperature=0.7))
+    df = run_sweep(items, settings, tmp_path, "s", run, PairRunner(noisy_pair, 12, temperature=0.7))
     assert sorted(df["seed"]) == [0, 0, 0, 1, 1, 1] and (df["temperature"] == 0.7).all()
     lossless = df[df["method"] == "lossless"].set_index("seed")
     assert lossless.loc[0, "output_ids"] != lossless.loc[1, "output_ids"]  # two draws
@@ -374,7 +391,7 @@ def test_a_pair_knob_and_a_rule_without_a_knob_sweep_and_report(noisy_pair, tmp_
     keys = [s.key("s", "p") for s in settings if s.method == "relative"]
     assert keys[:2] == ["s|p|relative|g3|relaxed-top-k=1/0.5", "s|p|relative|g3|relaxed-top-k=8/0.5"]
     assert keys[-1] == "s|p|relative|g3|tie-only"
-    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, make_runner(noisy_pair, 12))
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, PairRunner(noisy_pair, 12))
     strict = df[df["knob"] == "1/0.5"]
     assert len(strict) == 2 and (strict["equal_share"] == 1).all() and (strict["relaxed_share"] == 0).all()
     assert (df.loc[df["knob"].isin(["8/0.5", "8/3"]), "relaxed_emitted"] > 0).any()
@@ -398,7 +415,7 @@ def test_the_span_gate_is_a_sweep_axis_for_the_rules_alone(noisy_pair, tmp_path)
     assert "s|p|dropmatch|g3|K5|p0.3|js+majority|gated" in keys
     assert all(s.config(8).span_gate == s.span_gate for s in settings)
     items = load_suite(DEFAULT_SUITE, limit=2)
-    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, make_runner(noisy_pair, 12))
+    df = run_sweep(items, settings, tmp_path, "s", {"max_new_tokens": 12}, PairRunner(noisy_pair, 12))
     points = setting_points(df)
     assert {"typical", "typical (span-gated)", "DropMatch js+majority (span-gated)"} <= set(points["rule"])
     assert set(summary(df)["span_gate"].dropna()) == {False, True}
