@@ -25,7 +25,7 @@ from dropmatch.config import RELAXED_METHODS, TARGET_ONLY_METHODS, DecodeConfig,
 from dropmatch.criteria import RULES, accepted_length, residual_sample
 from dropmatch.evidence import Evidence
 from dropmatch.heads import TargetHead, dropout_masks, pad_vocab, path_logits, position_generator
-from dropmatch.host import fetch
+from dropmatch.host import fetch, index, to_device
 from dropmatch.models import ModelPair, encode_prompt
 from dropmatch.records import Checked, RoundOutcome, round_records
 from dropmatch.token_kinds import gate_open
@@ -191,6 +191,7 @@ class Decoder:
         self.prompt_ids = list(prompt_ids)
         self.T = sampling_temperature(config.temperature)  # distributions are compared at T (1 when greedy)
         self.generator = torch.Generator().manual_seed(config.seed)
+        self._tail = torch.empty(0, dtype=torch.long)  # the last round's output on the device (`_feed`)
         self.trace = Trace(
             config=config.to_dict(),
             target_id=pair.target_id,
@@ -226,7 +227,12 @@ class Decoder:
         return torch.multinomial(probs, 1, generator=self.generator)[0].to(logits.device)
 
     def _feed(self, stage) -> torch.Tensor:
-        """The context's tokens a stage has not read yet, as a tensor on the target's device.  # [n]"""
+        """The context's tokens a stage has not read yet, as a tensor on the target's device: after the first round
+        the end of the last round's output, a view of the tensor it was emitted in (no host-to-device copy); the
+        prompt at first.  # [n]"""
+        unseen = self.context_length - stage.length
+        if 0 < unseen <= len(self._tail):
+            return self._tail[len(self._tail) - unseen :]
         return torch.tensor(self._unseen(stage), dtype=torch.long, device=self.target.device)
 
     def _propose(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -242,8 +248,9 @@ class Decoder:
         cfg = self.cfg
         gens = [position_generator(cfg.seed, round_, j) for j in positions]
         masks = torch.stack([dropout_masks(1, cfg.K, h.shape[-1], cfg.p_drop, g)[0] for g in gens])  # [P, K, H]
+        masks = to_device(masks, h.device, h.dtype)  # queued, not waited for
         with torch.inference_mode():
-            logits = path_logits(h[positions], self.target.head, masks, cfg.p_drop)
+            logits = path_logits(h[index(positions)], self.target.head, masks, cfg.p_drop)
         return pad_vocab(logits, self.target.vocab), tuple(gens) if cfg.temperature > 0 else ()
 
     def _paths_are_the_head(self) -> bool:
@@ -377,7 +384,7 @@ class Decoder:
         z = self.target.logits(h)  # [k+1, V], on the device
         # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling with one
         #    uniform per position (drawn here, after the draft's own draws, so a seed replays the round).
-        u = torch.rand(k, generator=self.generator).to(z.device) if cfg.temperature > 0 else None
+        u = to_device(torch.rand(k, generator=self.generator), z.device) if cfg.temperature > 0 else None
         ev = Evidence(drafts, q_logp, z, self.T, u=u, gamma=cfg.gamma)
         # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace, read on the host
         #    (one copy on a GPU); the prefix a.
@@ -388,6 +395,8 @@ class Decoder:
         # 6. Emit up to an end token or the length limit, record the round (one more copy: the records'
         #    numbers), cut both caches to the output.
         emitted, finish = self._emit(read.draft[:a] + [extra])
+        extra_on_device = torch.full((1,), extra, dtype=drafts.dtype, device=drafts.device)  # a fill: no copy
+        self._tail = torch.cat([drafts[:a], extra_on_device])[: len(emitted)]  # the next round's feeds
         outcome = RoundOutcome(
             round=t,
             evidence=ev,

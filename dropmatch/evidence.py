@@ -39,6 +39,7 @@ import torch
 
 from dropmatch.config import RECORDED_STATISTICS
 from dropmatch.heads import PathStats, js_divergence
+from dropmatch.host import index
 
 # p(d), q(d), max p, the rank and the lossless verdict have their own record fields (p, q, p_argmax, target_rank,
 # lossless)
@@ -105,6 +106,7 @@ class Evidence:
 
     def rows(self, positions: list[int]) -> Evidence:
         """The evidence at some of the drafted positions (no paths: `with_paths` attaches those computed there)."""
+        positions = index(positions)  # a slice where it can: no index copied to the device
         return Evidence(
             self.draft[positions],
             self.q_logprobs[positions],

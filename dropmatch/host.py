@@ -32,3 +32,20 @@ def fetch(tree: Any) -> Any:
             values[i], start = part.tolist(), start + n
     out = [values.get(i, leaf) for i, leaf in enumerate(leaves)]
     return pytree.tree_unflatten(out, spec)
+
+
+def to_device(t: torch.Tensor, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Host data (drawn on the CPU: dropout masks, uniforms) onto the device without waiting for it: on CUDA copied
+    from pinned memory asynchronously (the copy is queued behind the work already queued; nothing syncs), elsewhere
+    the tensor itself."""
+    if torch.device(device).type == "cuda":
+        t = t.pin_memory()
+    return t.to(device, dtype, non_blocking=True)
+
+
+def index(positions: list[int]) -> slice | list[int]:
+    """Positions of a tensor's first axis as a slice where they run in order, one by one (a slice is a view: a list
+    index is copied to the device first, a blocking host-to-device copy on a GPU); the list otherwise."""
+    if positions and positions == list(range(positions[0], positions[-1] + 1)):
+        return slice(positions[0], positions[-1] + 1)
+    return positions

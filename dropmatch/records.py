@@ -183,9 +183,10 @@ def round_records(
     out, ev = outcome, outcome.evidence
     k, a = len(ev.draft), out.accepted
     at = [*range(k), a]  # the verify position of each token; the extra one's is a
-    rows = torch.tensor(at, device=ev.device)
-    tokens = torch.cat([ev.draft, torch.tensor([out.extra], dtype=ev.draft.dtype, device=ev.device)])
-    drafted = [j for j, row in enumerate(at) if row < k]  # the tokens with a draft distribution at their position
+    # on the device without a host-to-device copy: a range and fills of host numbers (kernel arguments)
+    rows = torch.cat([torch.arange(k, device=ev.device), torch.full((1,), a, device=ev.device)])
+    tokens = torch.cat([ev.draft, torch.full((1,), out.extra, dtype=ev.draft.dtype, device=ev.device)])
+    drafted = k + (a < k)  # the first tokens have a draft distribution at their position (the correction's too)
     keep = EVERYTHING if full else reads
     ruled: dict[int, dict] = {}  # every rule's verdicts per Evidence object, computed once (evidence mode)
     seen = fetch(
@@ -195,12 +196,12 @@ def round_records(
             "rank": ev.rank_of(rows, tokens),
             "p_top": ev.p[rows].max(-1).values,
             "argmax": ev.argmax[rows],
-            "q": ev.q[rows[drafted], tokens[drafted]],
+            "q": ev.q[rows[:drafted], tokens[:drafted]],
             "checked": {j: _checked_values(out, j, keep, full, top_n, ruled) for j in out.checked},
         }
     )
     records = []
-    q = dict(zip(drafted, seen["q"]))
+    q = dict(enumerate(seen["q"]))
     for j, (row, token) in enumerate(zip(at, seen["token"])):
         is_draft = j < k
         reason, accepted = _reason(out, j) if is_draft else (out.extra_kind, None)

@@ -4,8 +4,15 @@ On a GPU, reading a device value on the host (`int(t)`, `t.tolist()`, `t.cpu()`)
 nothing waits, so the count is made by taint: every tensor a model body returns is marked as device-resident, and
 every tensor computed from a marked one is marked too (a `TorchFunctionMode`); a read of a marked tensor is counted,
 with its bytes. Reads inside the model bodies (transformers' own) are left out: a GPU check counts those there. One
-`dropmatch.host.fetch` is one read, whatever it holds. `t.to(device)` is not counted: on the CPU the device and the
-host are one, so a move to the run's device cannot be told from a move to the host (write `.cpu()` for the latter).
+`dropmatch.host.fetch` is one read, whatever it holds. `t.to(device)` is not counted as a read: on the CPU the device
+and the host are one, so a move to the run's device cannot be told from a move to the host (write `.cpu()` for the
+latter).
+
+Host-to-device copies of host data block too (from pageable memory the host waits for the copy, and the copy for
+the queue): each is counted per round as a copy. A copy is `torch.tensor(data, device=...)`, a `.to(device)` or
+`.cuda()` of a tensor made on the host without `non_blocking=True` (from pinned memory a copy does not wait), and a
+device tensor indexed with a Python list or a host tensor (the index is copied first). Tensors made on the device
+(`torch.arange(..., device=...)`, `torch.full(..., device=...)`: fills, no copy) count as device values.
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ class Tally:
 
     reads: list[int] = field(default_factory=list)
     bytes: list[int] = field(default_factory=list)
+    copies: list[int] = field(default_factory=list)  # host-to-device copies of host data
+
+    def copy(self) -> None:
+        if self.copies:
+            self.copies[-1] += 1
 
     def add(self, tensors: list[torch.Tensor]) -> None:
         if self.reads:
@@ -62,7 +74,13 @@ class _Taint(TorchFunctionMode):
         inputs = self.is_marked((args, kwargs))
         if inputs and not self.quiet and func in READS:
             self.tally.add(inputs[:1])
+        moved = self._copies_in(func, args, kwargs)
+        if moved == "blocking" and not self.quiet:
+            self.tally.copy()
         out = func(*args, **kwargs)
+        if moved or (func in FACTORIES and kwargs.get("device") is not None):
+            self.mark(out)  # on the device now
+            return out
         if func in (torch.Tensor.cpu, torch.Tensor.numpy):  # a host copy (on the CPU, the tensor itself)
             self.marked.pop(id(out), None)
         elif inputs:
@@ -70,6 +88,29 @@ class _Taint(TorchFunctionMode):
             if getattr(func, "__name__", "").endswith("_") or func is torch.Tensor.__setitem__:
                 self.mark(args[0])  # in place: the target now holds device values
         return out
+
+    def _copies_in(self, func, args, kwargs) -> str | None:
+        """ "blocking" for a host-to-device copy that waits, "queued" for one from pinned memory, else None."""
+        if func in (torch.tensor, torch.as_tensor):
+            return "blocking" if kwargs.get("device") is not None else None
+        if func in (torch.Tensor.to, torch.Tensor.cuda) and args and not self.is_marked(args[0]):
+            to_device = func is torch.Tensor.cuda or "device" in kwargs
+            to_device = to_device or any(isinstance(a, (torch.device, str)) for a in args[1:])
+            if to_device:
+                return "queued" if kwargs.get("non_blocking") else "blocking"
+            return None
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and args and self.is_marked(args[0]):
+            keys = args[1] if isinstance(args[1], tuple) else (args[1],)
+            host = [
+                k
+                for k in keys
+                if isinstance(k, list) or (isinstance(k, torch.Tensor) and k.dim() and not self.is_marked(k))
+            ]
+            return "blocking" if host else None
+        return None
+
+
+FACTORIES = {torch.arange, torch.full, torch.zeros, torch.ones, torch.empty, torch.rand, torch.randn, torch.full_like}
 
 
 @contextlib.contextmanager
@@ -100,6 +141,7 @@ def counting(monkeypatch):
     def counted_round(self):
         tally.tally.reads.append(0)
         tally.tally.bytes.append(0)
+        tally.tally.copies.append(0)
         return round_(self)
 
     monkeypatch.setattr(decode._Stage, "hidden", marked_hidden)

@@ -74,6 +74,24 @@ def test_a_greedy_round_reads_the_device_at_most_twice(name, noisy_pair, monkeyp
     assert len(tally.reads) == len(trace.rounds) > 1
     assert max(tally.reads) <= 2, tally.reads
     assert max(tally.bytes) < 64 * 1024, tally.bytes  # scalars and top-N lists, never a distribution
+    assert tally.copies[1:] == [0] * (len(trace.rounds) - 1), tally.copies  # each round feeds on device tensors
+    assert tally.copies[0] <= 2, tally.copies  # the prompt, once for each model
+
+
+def test_the_count_sees_host_to_device_copies(noisy_pair, monkeypatch):
+    """A round that feeds the target its tokens from a host list, or indexes a device tensor with one, is seen."""
+    import torch
+
+    from dropmatch import decode
+
+    monkeypatch.setattr(
+        decode.Decoder,
+        "_feed",
+        lambda self, stage: torch.tensor(self._unseen(stage), dtype=torch.long, device=self.target.device),
+    )
+    with counting(monkeypatch) as tally:
+        run(noisy_pair, GREEDY["lossless"], True)
+    assert min(tally.copies[1:]) >= 1 and max(tally.copies) >= 2  # the target's feed every round, the draft's too
 
 
 def test_the_one_position_at_a_time_round_reads_more(noisy_pair, monkeypatch):
