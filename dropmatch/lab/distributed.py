@@ -54,6 +54,7 @@ class PairRunnerFactory:
     timeout: float = 10.0
     warmup: SuiteItem | None = None
     temperature: float = 0.0
+    batch: int = 1
 
     def __call__(self) -> sweep.Runner:
         pair = load_pair(
@@ -61,7 +62,7 @@ class PairRunnerFactory:
         )
         if self.warmup is not None:
             sweep.PairRunner(pair, 8)(self.warmup, sweep.Setting("lossless", 3))
-        return sweep.PairRunner(pair, self.max_new_tokens, self.seed, self.timeout, self.temperature)
+        return sweep.PairRunner(pair, self.max_new_tokens, self.seed, self.timeout, self.temperature, batch=self.batch)
 
 
 class CellActor:
@@ -71,9 +72,12 @@ class CellActor:
         torch.set_num_threads(max(1, min(threads, len(os.sched_getaffinity(0)))))  # as the serial sweep does
         self.runner = make()
 
-    def run(self, item: SuiteItem, setting: sweep.Setting) -> dict:
-        """The runner's metrics row of one cell, exactly what the serial sweep would record."""
-        return self.runner(item, setting)
+    def run(self, cells: list[tuple[SuiteItem, sweep.Setting]]) -> list[dict]:
+        """The runner's metrics rows of some cells, in their order, exactly what the serial sweep would record: through
+        the runner's `many` where it has one (several cells decoded at a time), else one cell after another."""
+        if hasattr(self.runner, "many"):
+            return [row for _, row in sorted(self.runner.many(cells), key=lambda done: done[0])]
+        return [self.runner(item, setting) for item, setting in cells]
 
     def pid(self) -> int:
         """The actor's process id (to watch its memory)."""
@@ -164,11 +168,14 @@ def iter_ray_sweep(
     threads: int = 1,
     device: str | None = None,
     retries: int = RETRIES,
+    batch: int = 1,
 ) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives.
 
-    Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. One cell is in flight
-    per actor; closing the generator (an interruption) kills the actors, and the cells they held stay pending.
+    Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. Each actor holds up to `batch`
+    cells at a time (its runner decodes them together); closing the generator (an interruption) kills the actors, and
+    the cells they held stay pending. A chunk whose actor dies goes back to the queue; when a chunk's runner raises,
+    each of its cells runs again alone, so only the cell that raises is recorded as failed.
     """
     todo, total = sweep.pending(out_dir, suite, items, settings), len(items) * len(settings)
     if not todo:
@@ -176,7 +183,7 @@ def iter_ray_sweep(
     options = actor_options(device, threads)
     check_resources(actors, options)
     log = sweep.open_log(out_dir)
-    queue = deque((item, setting, 0) for item, setting in todo)
+    queue = deque((item, setting, 0, False) for item, setting in todo)  # (cell, tries, to run alone)
     pool = _Pool(make, min(actors, len(todo)), threads, options)
     inflight: dict = {}
     done = total - len(todo)
@@ -184,30 +191,39 @@ def iter_ray_sweep(
         with log.open("a", encoding="utf-8") as fh:
             while queue or inflight:
                 while queue and pool.idle:
-                    slot, (item, setting, tries) = pool.idle.pop(0), queue.popleft()
-                    inflight[pool.actors[slot].run.remote(item, setting)] = (slot, item, setting, tries)
+                    slot, chunk = pool.idle.pop(0), [queue.popleft()]
+                    while not chunk[0][3] and queue and not queue[0][3] and len(chunk) < batch:
+                        chunk.append(queue.popleft())
+                    cells = [(item, setting) for item, setting, _, _ in chunk]
+                    inflight[pool.actors[slot].run.remote(cells)] = (slot, chunk)
                 (ref,), _ = ray.wait(list(inflight), num_returns=1)
-                slot, item, setting, tries = inflight.pop(ref)
+                slot, chunk = inflight.pop(ref)
                 try:
-                    metrics = ray.get(ref)
+                    rows = ray.get(ref)
                 except ACTOR_FAULTS as err:
                     if getattr(err, "actor_init_failed", False):
                         raise ValueError(f"a Ray actor could not build its runner: {_one_line(err)}") from None
                     pool.replace(slot)
-                    if tries < retries:
-                        queue.appendleft((item, setting, tries + 1))
-                    else:
-                        record_failure(out_dir, suite, item, setting, err, tries + 1)
+                    for item, setting, tries, alone in reversed(chunk):
+                        if tries < retries:
+                            queue.appendleft((item, setting, tries + 1, alone))
+                        else:
+                            record_failure(out_dir, suite, item, setting, err, tries + 1)
                     continue
                 except RayTaskError as err:
                     pool.idle.append(slot)
+                    if len(chunk) > 1:  # which cell raised: each runs again alone
+                        queue.extendleft((item, setting, tries, True) for item, setting, tries, _ in reversed(chunk))
+                        continue
+                    item, setting, tries, _ = chunk[0]
                     record_failure(out_dir, suite, item, setting, err.cause or err, tries + 1)
                     continue
                 pool.idle.append(slot)
-                row = sweep.cell_row(suite, item, setting, run, metrics)
-                sweep.append_row(fh, row)
-                done += 1
-                yield done, total, row
+                for (item, setting, _, _), metrics in zip(chunk, rows):
+                    row = sweep.cell_row(suite, item, setting, run, metrics)
+                    sweep.append_row(fh, row)
+                    done += 1
+                    yield done, total, row
     finally:
         pool.close()
 
@@ -244,6 +260,7 @@ def run_ray_sweep(
     device: str | None = None,
     address: str | None = None,
     retries: int = RETRIES,
+    batch: int = 1,
 ) -> pd.DataFrame:
     """Run every pending cell on Ray (see `iter_ray_sweep`) under a progress bar; return the tidy table.
 
@@ -251,7 +268,7 @@ def run_ray_sweep(
     """
     started, total = connect(address), len(items) * len(settings)
     try:
-        rows = iter_ray_sweep(items, settings, out_dir, suite, run, make, actors, threads, device, retries)
+        rows = iter_ray_sweep(items, settings, out_dir, suite, run, make, actors, threads, device, retries, batch)
         initial = total - len(sweep.pending(out_dir, suite, items, settings))
         with tqdm(total=total, initial=initial, desc=suite, unit="cell") as bar, contextlib.closing(rows):
             for _, _, row in rows:

@@ -33,6 +33,7 @@ class Run:
     draft_quant: str | None = None  # only when the draft is not as loaded
     draft_vocab: int | None = None
     temperature: float | None = None  # only when sampled (T > 0)
+    batch: int | None = None  # cells decoded at a time, only when not 1 (a bf16 batch can part from batch 1)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,18 @@ class TinyRunners:
         return run
 
 
+@dataclass(frozen=True)
+class TinyBatches:
+    """A picklable factory of the real runner on the noisy tiny pair, decoding `batch` cells at a time."""
+
+    batch: int
+
+    def __call__(self):
+        from tiny_pair import tiny_pair
+
+        return PairRunner(tiny_pair(noise=0.01), RUN["max_new_tokens"], batch=self.batch)
+
+
 def started(log: Path, tag: str = "-") -> list[str]:
     """Keys of the cells the actors started, in order, under one tag."""
     return [line.split()[1] for line in log.read_text(encoding="utf-8").splitlines() if line.split()[0] == tag]
@@ -186,3 +198,16 @@ def test_cli_without_ray_says_how_to_install_it(tmp_path, monkeypatch, capsys):
         == "python -m dropmatch sweep: error: --backend ray needs Ray: pip install -r requirements-lab.txt"
     )
     assert not (tmp_path / "x").exists()
+
+
+def test_ray_actors_decoding_several_cells_at_a_time_record_the_serial_cells(noisy_pair, tmp_path):
+    """Each actor takes up to three cells at a time and decodes them together: the same rows as the serial sweep
+    (float32: a batch decodes each cell as it decodes alone), each cell once."""
+    run_sweep(ITEMS, SETTINGS, tmp_path / "serial", "s", RUN, PairRunner(noisy_pair, RUN["max_new_tokens"]))
+    distributed.run_ray_sweep(ITEMS, SETTINGS, tmp_path / "ray", "s", RUN, TinyBatches(3), actors=2, batch=3)
+    serial, on_ray = (
+        read_cells(tmp_path / d).sort_values("key", ignore_index=True).drop(columns=list(TIMING))
+        for d in ("serial", "ray")
+    )
+    pd.testing.assert_frame_equal(serial, on_ray)
+    assert sorted(logged_keys(tmp_path / "ray")) == sorted(KEYS)
