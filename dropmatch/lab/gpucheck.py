@@ -47,7 +47,7 @@ import transformers
 
 from dropmatch.config import PAPER_SETTING, DecodeConfig
 from dropmatch.criteria import SEMANTIC_REASONS
-from dropmatch.decode import cpu_name, generate, stream
+from dropmatch.decode import Request, cpu_name, generate, stream, stream_many
 from dropmatch.lab.headbench import run_headbench
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.lab.random_pairs import (
@@ -154,6 +154,35 @@ def compare(pair: ModelPair, a: DecodeConfig, b: DecodeConfig, what: str, with_d
     }
 
 
+def batched(pair: ModelPair, configs: list[DecodeConfig], what: str) -> dict:
+    """Every prompt under every config as one batch (`stream_many`), each against its decode alone: the same token
+    ids and decisions?"""
+    requests = [Request(prompt, c) for prompt in PROMPTS for c in configs]
+    together = {s.index: s.trace for s in stream_many(pair, requests, batch=len(requests)) if s.left}
+    found, tokens, rejections = None, 0, 0
+    for i, (prompt, config, _) in enumerate(requests):
+        alone = generate(pair, prompt, config)
+        tokens += len(alone.token_ids)
+        rejections += sum(r.kind == "draft" and r.lossless is False for r in alone.records)
+        for part, a, b in (
+            ("token_ids", together[i].token_ids, alone.token_ids),
+            ("decisions", decisions(together[i], True), decisions(alone, True)),
+        ):
+            if (where := first_difference(a, b)) is not None:
+                found = {"request": i, "in": part, "index": where}
+                break
+        if found:
+            break
+    return {
+        "what": what,
+        "passed": found is None,
+        "first_difference": found,
+        "requests": len(requests),
+        "tokens": tokens,
+        "lossless_rejections": rejections,
+    }
+
+
 def both_modes(pair: ModelPair, config: DecodeConfig, what: str) -> dict:
     """`compare` of a config lazy and in evidence mode: the same tokens and decisions."""
     return compare(pair, config, replace(config, evidence=True), what, True)
@@ -178,6 +207,7 @@ def equality(device: str, tiny: bool, **_) -> dict:
         both_modes(pair, sampled, "sampled DropMatch (T 0.8) lazy == evidence mode"),
         both_modes(pair, replace(sampled, method="lossless"), "sampled lossless (T 0.8) lazy == evidence mode"),
         compare(pair, truncated, truncated, "top-k sampling of the target alone runs, twice the same", False),
+        batched(pair, [paper, lossless, sampled], "a batch (DropMatch, lossless, sampled) == each decoded alone"),
     ]
     half = noisy_pair(device, dtype=torch.bfloat16)  # docs/algorithm.md: on a GPU both modes check all at once
     bf16 = [

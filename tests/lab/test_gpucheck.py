@@ -49,8 +49,8 @@ def test_every_section_ran(result):
 
 def test_the_equality_checks_passed_and_tested_something(result):
     equality = result["sections"]["equality"]
-    assert equality["all_passed"] and len(equality["checks"]) == 8
-    assert sum("sampled" in c["what"] or "sampling" in c["what"] for c in equality["checks"]) == 3
+    assert equality["all_passed"] and len(equality["checks"]) == 9
+    assert sum("sampled" in c["what"] or "sampling" in c["what"] for c in equality["checks"]) == 4
     for check in equality["checks"]:
         assert check["passed"] and check["first_difference"] is None and check["tokens"] > 0, check
         drafts = "target alone" not in check["what"]
