@@ -3,11 +3,9 @@ token and record for record as it does alone, whatever its neighbours run; the b
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict
-
 import pytest
 import torch
+from same_trace import assert_same_run
 
 from dropmatch import decode
 from dropmatch.config import DecodeConfig
@@ -45,35 +43,6 @@ def _requests() -> list[Request]:
     return [Request(PROMPTS[i % len(PROMPTS)], c, chat=i % 9 == 4) for i, c in enumerate(_configs())]
 
 
-def _close(a, b, where: str) -> None:
-    """Equal, floats within float32 rounding of a different batch shape; the same nesting otherwise."""
-    if isinstance(a, float) and isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=2e-4, abs_tol=2e-6), f"{where}: {a} != {b}"
-    elif isinstance(a, dict) and isinstance(b, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            _close(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, f"{where}: {a!r} != {b!r}"
-
-
-def _same(batched, alone, name: str) -> None:
-    assert batched.token_ids == alone.token_ids, name
-    assert batched.finish == alone.finish, name
-    assert batched.text == alone.text, name
-    assert len(batched.records) == len(alone.records), name
-    for i, (x, y) in enumerate(zip(batched.records, alone.records)):
-        _close(asdict(x), asdict(y), f"{name} records[{i}]")
-    costs = ("draft_forwards", "head_products", "path_positions")
-    assert [[getattr(r, c) for c in costs] for r in batched.rounds] == [
-        [getattr(r, c) for c in costs] for r in alone.rounds
-    ], name
-
-
 @pytest.mark.parametrize("batch", [2, 5, 64])
 def test_every_sequence_of_a_batch_decodes_as_it_does_alone(noisy_pair, batch):
     """Each request in a batch of mixed rules, temperatures, seeds, prompts and lengths (continuous batching refills
@@ -87,7 +56,7 @@ def test_every_sequence_of_a_batch_decodes_as_it_does_alone(noisy_pair, batch):
     relaxed = 0
     for i, (prompt, config, chat) in enumerate(requests):
         alone = generate(noisy_pair, prompt, config, chat=chat)
-        _same(finished[i], alone, f"request {i} ({config.method} {config.criterion} T {config.temperature})")
+        assert_same_run(finished[i], alone, f"request {i} ({config.method} {config.criterion} T {config.temperature})")
         relaxed += sum(r.emitted and r.reason not in ("exact", "correction", "bonus", "target") for r in alone.records)
     assert relaxed > 0  # the rules relaxed somewhere: the comparison reached their decisions
 

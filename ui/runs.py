@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dropmatch.config import SETTINGS, DecodeConfig
-from dropmatch.decode import Decoder
+from dropmatch.decode import Request, stream_many
 from dropmatch.metrics import compare, token_table
 from dropmatch.models import check_heads, encode_prompt
 from dropmatch.schema import MAX_BYTES, parse_json
@@ -46,19 +46,17 @@ def validate(prompt, settings: dict) -> tuple[str, dict[str, DecodeConfig]]:
     return check_prompt(prompt), configs(settings)
 
 
-def interleave(iterators: dict) -> Iterator[tuple[str, Trace]]:
-    """Advance each run by one round in turn, yielding (name, trace), until all are done."""
-    live = dict(iterators)
-    while live:
-        for name in list(live):
-            try:
-                trace = next(live[name])
-            except StopIteration:
-                del live[name]
-                continue
-            except ValueError as err:
-                raise UserError(str(err)) from None
-            yield name, trace
+def user_steps(steps: Iterator) -> Iterator:
+    """The steps of a decode, with a ValueError raised while decoding (a setting the pair cannot run) as the visitor's
+    clear error."""
+    while True:
+        try:
+            s = next(steps)
+        except StopIteration:
+            return
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        yield s
 
 
 def gpu_seconds(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> int:
@@ -111,8 +109,10 @@ def grow(trace: Trace | None, s: Step) -> Trace:
 @gpu(duration=gpu_seconds)
 def decode(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Iterator[tuple[str, Step]]:
     """The GPU function: load the pair, check its heads (once per process: on ZeroGPU, once per worker, on the GPU),
-    and decode every run round by round on the same prompt, draft and seed, yielding (name, what the round added); a
-    prompt that would make a run longer than APP_RUN_TOKENS is refused before any decoding."""
+    and decode every run on the same prompt, draft and seed as one batch (`stream_many`: one draft forward per step
+    and one target forward per round for both runs; the run that finishes first waits, done), yielding (name, what
+    the round added) for each run after each round; a prompt that would make a run longer than APP_RUN_TOKENS is
+    refused before any decoding."""
     name = check_pair(pair or default_pair())
     models = model_pair(name, next(iter(cfgs.values())).draft_quant)
     with user_errors(f"Cannot decode with the {name} pair: "):
@@ -120,9 +120,10 @@ def decode(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Itera
     with user_errors():
         ids = encode_prompt(models.tokenizer, prompt, chat)  # once: the limit's count and both runs' prompt
         check_prompt_tokens(len(ids), max(c.max_new_tokens for c in cfgs.values()))
-        streams = {run: Decoder(models, cfg, ids, prompt, bool(chat)).rounds() for run, cfg in cfgs.items()}
+    names, requests = list(cfgs), [Request(prompt, cfg, bool(chat)) for cfg in cfgs.values()]
     sent: dict[str, tuple[int, int, int, str]] = {}  # how much of each run's trace was sent
-    for run, trace in interleave(streams):
+    for s in user_steps(stream_many(models, requests, batch=len(requests))):
+        run, trace = names[s.index], s.trace
         added = step(trace, sent.get(run))
         sent[run] = (len(trace.token_ids), len(trace.records), len(trace.rounds), trace.text)
         yield run, added

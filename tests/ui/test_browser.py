@@ -192,8 +192,9 @@ def test_run_an_example_and_inspect_a_token(page):
     page.get_by_role("tab", name="Accept / reject map").click()
     (ARTIFACTS / "browser_timing.txt").write_text(  # measured, never asserted: timings here depend on the machine
         f"48 tokens side by side (DropMatch and lossless, full evidence, {os.cpu_count()} CPUs): click Run -> first "
-        f"streamed round {first_round:.2f} s, -> Done {done:.2f} s; the two decodes alone {sum(decodes):.2f} s "
-        f"({' + '.join(f'{d:.2f}' for d in decodes)}): the page adds {done / sum(decodes) - 1:+.1%}\n"
+        f"streamed round {first_round:.2f} s, -> Done {done:.2f} s; the two runs decode as one batch, "
+        f"{max(decodes):.2f} s (each run's own clock: {' and '.join(f'{d:.2f}' for d in decodes)}): the page adds "
+        f"{done / max(decodes) - 1:+.1%}\n"
     )
     assert page.locator("#out-lossless .token").count() > 0
     for sel in ("#map-dropmatch", "#map-lossless"):

@@ -25,6 +25,7 @@ from gradio_client import Client
 from huggingface_hub import constants
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from same_trace import assert_same_run
 from tiny_pair import tiny_models
 
 import app
@@ -332,14 +333,6 @@ def test_the_gpu_function_checks_the_heads_once_per_process(monkeypatch, noisy_p
 
 
 START = {name: common.DEFAULTS.get(name) for name in SETTINGS} | {"draft_quant": "none", "max_new_tokens": 32}
-TIMINGS = ("t_draft", "t_target", "t_paths", "t_criteria", "t_total")
-
-
-def untimed(trace) -> dict:
-    """A trace's dict without its rounds' timings (two decodes of one run agree on everything else)."""
-    data = trace.to_dict()
-    data["rounds"] = [{k: v for k, v in r.items() if k not in TIMINGS} for r in data["rounds"]]
-    return data
 
 
 def test_each_yield_of_the_gpu_function_sends_the_rounds_additions_and_the_page_gets_the_whole_trace(
@@ -365,7 +358,7 @@ def test_each_yield_of_the_gpu_function_sends_the_rounds_additions_and_the_page_
     traces = {name: trace for name, trace in runs.rounds("embedded", "def f(x):", cfgs, False)}
     for name, cfg in cfgs.items():
         assert seen[name] == list(range(1, len(seen[name]) + 1)), "one yield per round, the trace growing"
-        assert untimed(traces[name]) == untimed(generate(noisy_pair, "def f(x):", cfg, False))
+        assert_same_run(traces[name], generate(noisy_pair, "def f(x):", cfg, False), name)  # a batch of two
         first, whole = sizes[name][0], len(pickle.dumps(traces[name]))
         assert len(sizes[name]) >= 8 and max(sizes[name]) < 2 * first, f"{name}: a yield grew with the trace"
         assert whole > 5 * first, f"{name}: the whole trace is several times a round (the test has teeth)"
