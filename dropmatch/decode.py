@@ -84,7 +84,8 @@ def stages(pair: ModelPair, drafting: bool) -> tuple:
 
 
 def environment(pair: ModelPair) -> dict:
-    """Where a trace was decoded: the same run elsewhere can part at a near-tie (bf16 rounds differently by CPU)."""
+    """Where a trace was decoded: the same run elsewhere can part at a near-tie (bf16 rounds differently by CPU, and
+    on one CPU by the number of threads a product's sums are split over)."""
     return {
         "engine": pair.engine,
         "device": str(pair.device),
@@ -93,6 +94,7 @@ def environment(pair: ModelPair) -> dict:
         "torch": torch.__version__,
         "machine": platform.machine(),
         "cpu": cpu_name(),
+        **({"threads": str(torch.get_num_threads())} if pair.device.type == "cpu" else {}),  # bf16 sums split by thread
     }
 
 

@@ -8,6 +8,7 @@ import time
 from contextlib import closing
 
 import gradio as gr
+import torch
 
 import viz
 from dropmatch.config import MODES, RANGES, SETTINGS, bound, check_setting
@@ -496,13 +497,16 @@ def recorded_note(traces: dict) -> str:
         )
     if not env:
         return " · decoded on an unnamed machine; Run decodes it live"
-    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')}, {env.get('engine', 'torch')} engine)"
-    here = (default_device(), cpu_name(), "torch") == (env.get("device"), env.get("cpu"), env.get("engine", "torch"))
-    if here:
+    threads = f", {env['threads']} threads" if env.get("threads") else ""
+    where = (
+        f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')}{threads}, {env.get('engine', 'torch')} engine)"
+    )
+    ours = (default_device(), cpu_name(), "torch", str(torch.get_num_threads()) if default_device() == "cpu" else None)
+    if ours == (env.get("device"), env.get("cpu"), env.get("engine", "torch"), env.get("threads")):
         return f" · decoded in {where}, as here: Run decodes the same tokens"
     return (
         f" · decoded in {where}; Run decodes it live here, and can part from it at a near-tie (two tokens within a "
-        "rounding step of each other go the other way when bf16 rounds differently on another CPU)"
+        "rounding step of each other go the other way when bf16 rounds differently on another CPU or thread count)"
     )
 
 

@@ -46,8 +46,13 @@ def test_the_recorded_example_says_where_it_was_decoded(view, monkeypatch):
     assert "decoded in bfloat16 on cpu" in out["status"]
     monkeypatch.setattr(explore, "cpu_name", lambda: runs.recorded()["DropMatch"].environment["cpu"])
     monkeypatch.setattr(explore, "default_device", lambda: "cpu")
+    threads = int(runs.recorded()["DropMatch"].environment["threads"])
+    monkeypatch.setattr(explore.torch, "get_num_threads", lambda: threads)
     here = explore.recorded_note(runs.recorded())
     assert "as here: Run decodes the same tokens" in here and "near-tie" not in here  # the CPU it was recorded on
+    assert f"{threads} threads" in here
+    monkeypatch.setattr(explore.torch, "get_num_threads", lambda: threads + 1)  # bf16 sums split otherwise
+    assert "near-tie" in explore.recorded_note(runs.recorded())
     elsewhere = {n: Trace.from_json(DATA / f"story_{n.lower()}.json") for n in RUNS}
     elsewhere["DropMatch"].environment["cpu"] = "another CPU"
     assert "near-tie" in explore.recorded_note(elsewhere) and "another CPU" in explore.recorded_note(elsewhere)
