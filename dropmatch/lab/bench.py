@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from dropmatch import embedded, llamacpp, metrics
 from dropmatch.config import RELAXED_METHODS
-from dropmatch.decode import generate
+from dropmatch.decode import Request, generate, stream_many
 from dropmatch.lab.suites import SuiteItem
 from dropmatch.models import ModelPair, encode_prompt
 
@@ -283,3 +283,55 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     for base in ("lossless", ASSISTED, *([peer] if peer else [])):  # the same ratios in CPU time
         out[f"cpu_speedup_vs_{base}"] = out["tokens_per_cpu_s"] / out.loc[base, "tokens_per_cpu_s"]
     return out
+
+
+# The paper's Table 5 (GSM8K, draft length 10, vLLM on A100s): DropMatch's speedup over lossless speculative decoding
+# by batch size; 1.19x at batch 1, falling as the batch grows (only batch 1's number is kept here).
+PAPER_BATCH_GAINS = {1: 1.19}
+
+
+def run_batch_bench(
+    pair: ModelPair, prompts: list[SuiteItem], configs: dict, batches: Sequence[int], max_new_tokens: int
+) -> pd.DataFrame:
+    """One row per (batch size, method): every prompt decoded under the method's config, `batch` at a time in
+    lockstep (`decode.stream_many`, continuous batching); the throughput is the tokens of all prompts over the wall
+    time of the whole set, and the CPU seconds per prompt (cell) the process's CPU time over the prompts. The methods
+    alternate their order from one batch size to the next; every prompt's tokens are checked against batch 1's."""
+    rows, first = [], {}
+    generate(pair, "Hello", dataclasses.replace(next(iter(configs.values())), max_new_tokens=4))  # warm-up
+    for i, b in enumerate(tqdm(list(batches), desc="batch bench")):
+        methods = list(configs) if i % 2 == 0 else list(reversed(configs))
+        for method in methods:
+            requests = [Request(p.prompt, configs[method], p.chat) for p in prompts]
+            wall, cpu = time.perf_counter(), time.process_time()
+            traces = {s.index: s.trace for s in stream_many(pair, requests, batch=b) if s.left}
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            outputs = [traces[j].token_ids for j in range(len(prompts))]
+            first.setdefault(method, outputs)
+            n_tokens = sum(len(o) for o in outputs)
+            each = [metrics.compute(traces[j]) for j in range(len(prompts))]
+            rows.append(
+                {
+                    "batch": b,
+                    "method": method,
+                    "tokens_per_s": n_tokens / wall,
+                    "cpu_s_per_cell": cpu / len(prompts),
+                    "tau": metrics.pooled_tau([m["n_tokens"] for m in each], [m["target_forwards"] for m in each]),
+                    "n_tokens": n_tokens,
+                    "same_as_batch_1": sum(o == f for o, f in zip(outputs, first[method])) / len(prompts),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def summarise_batches(df: pd.DataFrame, relaxed: str, baseline: str = "lossless") -> pd.DataFrame:
+    """The batch table: per batch size, each method's throughput and CPU seconds per cell, the relaxed method's gain
+    over the baseline (the ratio of their throughputs at that batch size), the gain over batch 1 of each method, and
+    the paper's gain at that batch size where it gives one."""
+    wide = df.pivot(index="batch", columns="method", values=["tokens_per_s", "cpu_s_per_cell", "tau"])
+    wide.columns = [f"{m} {v}" for v, m in wide.columns]
+    wide[f"{relaxed} gain"] = wide[f"{relaxed} tokens_per_s"] / wide[f"{baseline} tokens_per_s"]
+    for m in (baseline, relaxed):
+        wide[f"{m} x batch 1"] = wide[f"{m} tokens_per_s"] / wide[f"{m} tokens_per_s"].iloc[0]
+    wide["paper gain"] = [PAPER_BATCH_GAINS.get(b) for b in wide.index]
+    return wide

@@ -7,7 +7,7 @@ from tiny_pair import tiny_models
 
 from dropmatch.config import DecodeConfig
 from dropmatch.lab import bench
-from dropmatch.lab.suites import SuiteItem
+from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite
 from dropmatch.models import ModelPair
 from dropmatch.quant import quantize
 
@@ -99,3 +99,28 @@ def test_other_draft_lengths_run_every_speculative_row_once_more(tiny_pair):
     engine = ModelPair(None, None, None, "e", "e", frozenset(), engine="llama.cpp")
     assert bench.reference("dropmatch+g2+llama.cpp", engine) == "lossless+llama.cpp"
     assert bench.reference("llama.cpp spec+g2", None) == "llama.cpp"
+
+
+def test_the_batch_table_runs_every_prompt_at_each_batch_size(noisy_pair):
+    """bench --batches: lossless and DropMatch at batch 1, 2 and 4 on the tiny pair (float32): every prompt's tokens
+    equal batch 1's, tau does not move with the batch, and the gains are ratios of the measured throughputs."""
+    items = load_suite(DEFAULT_SUITE, limit=4)
+    configs = {
+        "lossless": DecodeConfig(method="lossless", max_new_tokens=10),
+        "dropmatch": DecodeConfig(method="dropmatch", p_drop=0.3, max_new_tokens=10),
+    }
+    df = bench.run_batch_bench(noisy_pair, items, configs, [1, 2, 4], 10)
+    assert len(df) == 6 and (df["same_as_batch_1"] == 1).all() and (df["cpu_s_per_cell"] > 0).all()
+    assert df.groupby("method")["tau"].nunique().eq(1).all()
+    table = bench.summarise_batches(df, "dropmatch")
+    rate = df.set_index(["batch", "method"])["tokens_per_s"]
+    assert table.loc[2, "dropmatch gain"] == pytest.approx(rate[2, "dropmatch"] / rate[2, "lossless"])
+    assert table.loc[1, "lossless x batch 1"] == 1 and table.loc[1, "paper gain"] == bench.PAPER_BATCH_GAINS[1]
+
+
+def test_bench_refuses_a_bad_batch_list(capsys):
+    from dropmatch.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--prompts", "humaneval", "--batches", "0,2"])
+    assert exit_.value.code == 2 and "batch sizes are positive integers" in capsys.readouterr().err
