@@ -13,6 +13,8 @@ output (it need not on another CPU: a bf16 decode can part at a near-tie where t
 
     python -m dropmatch.lab.scale_audit --out audit.jsonl --sample 200 --seed 0 assets/verdict assets/sweep
 
+    python -m dropmatch.lab.scale_audit --out audit.jsonl --summary   # per table, with 95% intervals
+
 Cells at p_drop 0 and 0.5 are skipped: their scale (1 and 2) is exact in bf16, so the fix changes nothing there.
 Resumable: the cells already in --out are skipped.
 """
@@ -21,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from dropmatch.decode import Decoder
@@ -114,13 +118,63 @@ def audit_cell(pair, item: suites.SuiteItem, row: dict) -> dict:
     }
 
 
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a binomial share k / n: the shares whose one-sided tail holds k at
+    (1 - level) / 2, found by bisection on the binomial distribution function."""
+    tail = (1 - level) / 2
+
+    def at_most(k_: int, p: float) -> float:  # P(X <= k_) for X ~ Binomial(n, p)
+        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k_ + 1))
+
+    def solve(f, lo=0.0, hi=1.0) -> float:  # f decreasing in p: the p where f(p) = tail
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) > tail else (lo, mid)
+        return (lo + hi) / 2
+
+    low = 0.0 if k == 0 else 1 - solve(lambda q: at_most(n - k, q))  # k's lower end is n - k's upper end on 1 - p
+    high = 1.0 if k == n else solve(lambda p: at_most(k, p))
+    return low, high
+
+
+def summary(lines: list[dict]) -> list[dict]:
+    """Per table and over all: cells audited, cells the fix changes (a verdict parts: the decode parts there), cells
+    where only a verdict's components part (the same tokens, other reasons), and cells whose re-decode here differs
+    from the logged one (another CPU, or the fix); the changed share with its 95% exact interval."""
+    rows = []
+    tables = sorted({line["key"].split("|", 1)[0] for line in lines})
+    for table in [*tables, "all"]:
+        part = [ln for ln in lines if table == "all" or ln["key"].split("|", 1)[0] == table]
+        changed = sum(ln["first_parting"] is not None and not ln["reasons_only"] for ln in part)
+        low, high = clopper_pearson(changed, len(part))
+        rows.append(
+            {
+                "table": table,
+                "audited": len(part),
+                "changed": changed,
+                "changed_low": low,
+                "changed_high": high,
+                "reasons_only": sum(ln["reasons_only"] for ln in part),
+                "not_reproduced": sum(not ln["reproduces"] for ln in part),
+            }
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("tables", nargs="+", help="recorded sweep folders (each with a cells.jsonl)")
+    parser.add_argument("tables", nargs="*", help="recorded sweep folders (each with a cells.jsonl)")
     parser.add_argument("--out", required=True, help="the audit's log (JSON lines); cells already in it are skipped")
     parser.add_argument("--sample", type=int, help="audit this many cells drawn at random (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    parser.add_argument("--summary", action="store_true", help="only summarise --out, per table")
     args = parser.parse_args(argv)
+    if args.summary:
+        lines = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+        print(pd.DataFrame(summary(lines)).round(3).to_string(index=False))
+        return 0
+    if not args.tables:
+        parser.error("name the recorded sweep folders to audit (or --summary)")
     torch.set_num_threads(1)
     cells = audited_cells(args.tables)
     if args.sample is not None:

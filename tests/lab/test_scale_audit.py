@@ -3,6 +3,8 @@ the two part."""
 
 from __future__ import annotations
 
+import pytest
+
 from dropmatch.lab import scale_audit
 from dropmatch.lab.suites import DEFAULT_SUITE, load_suite
 from dropmatch.lab.sweep import PairRunner, Setting, cell_row
@@ -31,3 +33,23 @@ def test_a_verdict_the_old_paths_would_change_is_found(noisy_pair, monkeypatch):
     monkeypatch.setattr(scale_audit, "old_path_logits", lambda h, head, masks, p: head(h[:, None, :] * 0).float())
     line = scale_audit.audit_cell(noisy_pair, ITEM, row)
     assert line["reproduces"] and line["first_parting"] is not None and line["first_parting"]["round"] >= 0
+
+
+def test_the_exact_interval_of_a_share_has_its_known_values():
+    """Clopper-Pearson at 95%: 0 of 10 reaches 0.3085 (1 - 0.025 ** 0.1), 5 of 10 spans 0.187-0.813, 10 of 10 is
+    0 of 10 turned over."""
+    assert scale_audit.clopper_pearson(0, 10) == (0.0, pytest.approx(1 - 0.025**0.1, abs=1e-9))
+    assert scale_audit.clopper_pearson(5, 10) == (pytest.approx(0.18709, abs=1e-5), pytest.approx(0.81291, abs=1e-5))
+    assert scale_audit.clopper_pearson(10, 10) == (pytest.approx(0.025**0.1, abs=1e-9), 1.0)
+
+
+def test_the_summary_counts_each_table_and_all():
+    lines = [
+        {"key": "a|k1", "first_parting": None, "reasons_only": False, "reproduces": True},
+        {"key": "a|k2", "first_parting": {"round": 1}, "reasons_only": False, "reproduces": False},
+        {"key": "b|k3", "first_parting": {"round": 2}, "reasons_only": True, "reproduces": True},
+    ]
+    rows = {r["table"]: r for r in scale_audit.summary(lines)}
+    assert (rows["a"]["audited"], rows["a"]["changed"], rows["a"]["not_reproduced"]) == (2, 1, 1)
+    assert (rows["b"]["changed"], rows["b"]["reasons_only"]) == (0, 1)
+    assert (rows["all"]["audited"], rows["all"]["changed"]) == (3, 1) and rows["all"]["changed_high"] < 1
