@@ -487,9 +487,7 @@ def _draft_all(decoders: list[Decoder], ks: list[int]) -> list[tuple[torch.Tenso
     feeds = [d._feed(d.draft) if k else None for d, k in zip(decoders, ks)]
     for step in range(max(ks, default=0)):
         live = [i for i, k in enumerate(ks) if k > step]
-        hs = hidden_all([decoders[i].draft for i in live], [feeds[i] for i in live])
-        with torch.inference_mode():
-            logits = decoders[live[0]].draft.logits(torch.cat([h[-1:] for h in hs]))  # [B, V]
+        logits = next_logits_all([decoders[i].draft for i in live], [feeds[i] for i in live])
         for row, i in enumerate(live):
             token, q = decoders[i]._propose(logits[row])
             tokens[i].append(token)
@@ -506,17 +504,36 @@ def _draft_all(decoders: list[Decoder], ks: list[int]) -> list[tuple[torch.Tenso
 PREFILL = 32  # a feed longer than this (a prompt) runs in a forward of its own: padding a batch to it costs more
 
 
+def _together(stages: list, feeds: list[torch.Tensor]) -> list[int]:
+    """Which stages share a forward: those whose caches can be stacked (`_batchable`) and whose feed is short (a
+    prompt runs alone); none unless two or more."""
+    together = [i for i, (s, f) in enumerate(zip(stages, feeds)) if _batchable(s) and len(f) <= PREFILL]
+    return together if len(together) >= 2 else []
+
+
 def hidden_all(stages: list, feeds: list[torch.Tensor]) -> list[torch.Tensor]:
     """Each stage's hidden states for its feed, extending its cache (as `stage.hidden`): the stages of one model run
-    in one forward where their caches allow (`_batchable`); a long feed (a prompt) and a stage that cannot batch run
-    alone.  # per stage: [n_i, H]"""
-    together = [i for i, (s, f) in enumerate(zip(stages, feeds)) if _batchable(s) and len(f) <= PREFILL]
-    if len(together) < 2:
-        together = []
+    in one forward where their caches allow (`_together`), the others alone.  # per stage: [n_i, H]"""
+    together = _together(stages, feeds)
     out = [None if i in together else s.hidden(f) for i, (s, f) in enumerate(zip(stages, feeds))]
     if together:
         for i, h in zip(together, _batched_hidden([stages[i] for i in together], [feeds[i] for i in together])):
             out[i] = h
+    return out
+
+
+def next_logits_all(stages: list, feeds: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each stage's logits after its feed (as `stage.next_logits`), extending its cache: the stages that share a
+    forward (`_together`) share one head product too; the others (a prompt, llama.cpp's draft with its own head)
+    run alone.  # per stage: [V]"""
+    together = _together(stages, feeds)
+    out = [None if i in together else s.next_logits(f) for i, (s, f) in enumerate(zip(stages, feeds))]
+    if together:
+        hs = _batched_hidden([stages[i] for i in together], [feeds[i] for i in together])
+        with torch.inference_mode():
+            logits = stages[together[0]].logits(torch.cat([h[-1:] for h in hs]))  # [B, V]
+        for row, i in enumerate(together):
+            out[i] = logits[row]
     return out
 
 

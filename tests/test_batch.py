@@ -111,3 +111,25 @@ def test_a_stage_that_cannot_stack_its_cache_runs_alone(tiny_pair):
     alone = decode._Stage(tiny_pair.target, tiny_pair.vocab_size).hidden(feeds[1])
     hs = decode.hidden_all([stage, other], feeds)
     assert torch.allclose(hs[1], alone, atol=1e-5)
+
+
+def test_a_draft_with_its_own_head_proposes_through_its_own_next_logits(tiny_pair):
+    """llama.cpp's draft stage gives logits, not hidden states, and cannot stack its cache: each step asks it for its
+    next logits alone, as a batch of one did, while the stacked torch stages share one forward and one head."""
+
+    class OwnHead:  # the stage interface of llama.cpp's draft: next_logits, no hidden states for a torch head
+        def __init__(self, stage):
+            self.stage, self.calls = stage, 0
+
+        def next_logits(self, feed):
+            self.calls += 1
+            return self.stage.next_logits(feed)
+
+    stages = [decode._Stage(tiny_pair.draft, tiny_pair.vocab_size) for _ in range(3)]
+    own = OwnHead(decode._Stage(tiny_pair.draft, tiny_pair.vocab_size))
+    feeds = [torch.tensor([5, 6, 7]), torch.tensor([8]), torch.tensor([9, 10]), torch.tensor([11, 12])]
+    logits = decode.next_logits_all([*stages, own], feeds)
+    assert own.calls == 1 and [x.shape for x in logits] == [torch.Size([tiny_pair.vocab_size])] * 4
+    for feed, got in zip(feeds, logits):
+        alone = decode._Stage(tiny_pair.draft, tiny_pair.vocab_size).next_logits(feed)
+        assert torch.allclose(got, alone, atol=1e-5)
