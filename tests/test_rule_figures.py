@@ -196,7 +196,7 @@ def test_every_relative_decides_as_the_registry_and_draws_the_records_numbers(ex
     assert {r.reason for r in drafts} == {"exact", "js", "rejected", "skipped"}
     recorded = set(viz.rules.numbers(drafts[0]))
     relatives = [name for name, rule in RULES.items() if not rule.needs_paths and set(rule.reads) <= recorded]
-    assert set(RULES) - set(relatives) - set(DROPMATCH_CRITERIA) == {"ensemble"}  # recorded before its statistic
+    assert set(RULES) - set(relatives) - set(DROPMATCH_CRITERIA) == set()  # the example records every statistic
     for name in relatives:
         run = run_as(example, method="relative", criterion=name, knob=None)
         knob = RULES[name].setting(None)
