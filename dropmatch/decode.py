@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from transformers import DynamicCache
@@ -27,7 +27,7 @@ from dropmatch.evidence import Evidence
 from dropmatch.heads import TargetHead, dropout_masks, pad_vocab, path_logits, position_generator
 from dropmatch.host import fetch, index, to_device
 from dropmatch.models import ModelPair, encode_prompt
-from dropmatch.records import Checked, RoundOutcome, round_records
+from dropmatch.records import Checked, RoundOutcome, record_values, records_from
 from dropmatch.token_kinds import gate_open
 from dropmatch.trace import RoundRecord, Trace
 from dropmatch.truncation import truncate
@@ -274,7 +274,7 @@ class Decoder:
         with timer("criteria"):
             return part, rule(part, self.cfg.knob)
 
-    def _relax(self, round_: int, ev: Evidence, h, timer: Timer) -> Read:
+    def _relax(self, round_: int, ev: Evidence, h, timer: Timer) -> Generator[Any, Any, Read]:
         """Per-position decisions with the rule (joined with the lossless test as the rule joins it: `Rule.join`), read
         on the host with the drafts, the lossless verdicts and the target's argmax at every verify position; and what
         each checked position showed ({position: Checked}).
@@ -287,11 +287,14 @@ class Decoder:
         that test rejects. `evidence` checks every drafted position at once, paths included for a relaxed method, so
         the inspector can show every rule; a lossless run gets the relatives' statistics there too. Same decisions
         either way.
+
+        A generator: each read of the device is yielded (the tensors to read) and answered with their values
+        (`run_round` reads every sequence's together, in one copy).
         """
         cfg, rule, k = self.cfg, self.rule, len(ev.draft)
         plain = k == 0 or (rule is None and not cfg.evidence)
         if plain or (rule is not None and rule.needs_paths and not cfg.evidence and self._paths_are_the_head()):
-            seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})  # a rule adds nothing
+            seen = yield {"draft": ev.draft, "native": ev.native, "argmax": ev.argmax}  # a rule adds nothing
             closed = self._closed(seen["draft"])
             return Read(seen["draft"], seen["native"], list(seen["native"]), seen["argmax"], {}, closed)
         backed = rule is None or not rule.alone(cfg.mode)  # the lossless test accepts on its own
@@ -299,9 +302,9 @@ class Decoder:
         if at_once:
             part, verdict = self._check(round_, ev, h, list(range(k)), timer)
             hits, parts = (None, {}) if verdict is None else (verdict.accept, verdict.components)
-            seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax, "hits": hits, "parts": parts})
+            seen = yield {"draft": ev.draft, "native": ev.native, "argmax": ev.argmax, "hits": hits, "parts": parts}
         else:
-            seen = fetch({"draft": ev.draft, "native": ev.native, "argmax": ev.argmax})
+            seen = yield {"draft": ev.draft, "native": ev.native, "argmax": ev.argmax}
         lossless, closed = seen["native"], self._closed(seen["draft"])
         accepts, found = list(lossless), {}
         for j in range(k):
@@ -318,7 +321,10 @@ class Decoder:
                 components = {name: v[j] for name, v in seen["parts"].items()}
             else:
                 part, verdict = self._check(round_, ev, h, [j], timer)
-                row, (hit, components) = 0, fetch((verdict.accept[0], {n: v[0] for n, v in verdict.components.items()}))
+                row, (hit, components) = (
+                    0,
+                    (yield (verdict.accept[0], {n: v[0] for n, v in verdict.components.items()})),
+                )
             found[j] = Checked(evidence=part, row=row, components=components)
             if rule is not None:
                 accepts[j] = rule.join(lossless[j], hit, cfg.mode)
@@ -379,9 +385,14 @@ class Decoder:
         """How many tokens the draft proposes this round: gamma, fewer near the length limit, none without a draft."""
         return 0 if self.draft is None else min(self.cfg.gamma, self.room - 1)
 
-    def _verify(self, drafts: torch.Tensor, q_logp: torch.Tensor, h: torch.Tensor, timer: Timer) -> str | None:
+    def _verify(
+        self, drafts: torch.Tensor, q_logp: torch.Tensor, h: torch.Tensor, timer: Timer
+    ) -> Generator[Any, Any, str | None]:
         """Steps 3-6 of a round, after the forwards (`run_round`): the lossless test, the rule, the extra token, the
-        emitted tokens and their records, and both caches cut back to the output. Returns how the run finishes."""
+        emitted tokens and their records, and both caches cut back to the output. Returns how the run finishes.
+
+        A generator: it yields the device tensors it must read (the decisions, then the records' numbers) and takes
+        their values back, so that `run_round` reads every sequence's in one copy."""
         cfg, t, k = self.cfg, len(self.trace.rounds), len(drafts)
         z = self.target.logits(h)  # [k+1, V], on the device
         # 3. The lossless test at every draft position: exact match, or Leviathan rejection sampling with one
@@ -390,7 +401,7 @@ class Decoder:
         ev = Evidence(drafts, q_logp, z, self.T, u=u, gamma=cfg.gamma)
         # 4. The rule (DropMatch on K dropout paths where needed, or a relative), OR / replace, read on the host
         #    (one copy on a GPU); the prefix a.
-        read = self._relax(t, ev, h, timer)
+        read = yield from self._relax(t, ev, h, timer)
         a = accepted_length(read.accepts) if k else 0
         # 5. A correction at the first rejected position, or the bonus token, from the unmasked head.
         extra, kind = self._extra(ev, a, read.argmax, read.closed)
@@ -412,34 +423,25 @@ class Decoder:
             mode=cfg.mode,
             knobs={cfg.criterion: cfg.knob} if cfg.knob is not None else {},
         )
-        self._record(outcome)
+        yield from self._record(outcome)
         for stage in (self.target, self.draft):
             if stage is not None:
                 stage.cut(self.context_length - 1)
         self._checked = read.checked
         return finish
 
-    def _record(self, outcome: RoundOutcome) -> None:
-        """The round's tokens join the output, and its records the trace."""
+    def _record(self, outcome: RoundOutcome) -> Generator[Any, Any, None]:
+        """The round's tokens join the output, and its records the trace (their numbers read in one copy: yielded)."""
         start = len(self.trace.token_ids)
         self.trace.token_ids.extend(outcome.emitted)
         pieces = _pieces(self.pair.tokenizer, self.trace.token_ids, start)  # one per emitted token
         reads = self.rule.reads if self.rule is not None else ()
-        self.trace.records.extend(
-            round_records(
-                self.pair.tokenizer,
-                outcome=outcome,
-                pieces=pieces,
-                reads=reads,
-                full=self.cfg.evidence,
-                top_n=self.cfg.top_n,
-            )
-        )
+        values = yield record_values(outcome, reads=reads, full=self.cfg.evidence, top_n=self.cfg.top_n)
+        self.trace.records.extend(records_from(self.pair.tokenizer, outcome, pieces, values))
 
     def rounds(self) -> Iterator[Trace]:
         while self.trace.finish is None:
             self._round()
-            self.trace.text = self.pair.tokenizer.decode(self.trace.token_ids, skip_special_tokens=True)
             yield self.trace
 
 
@@ -469,14 +471,38 @@ def run_round(decoders: list[Decoder]) -> None:
         with _timed(timers, "target"):
             feeds = [torch.cat([d._feed(d.target), drafts]) for d, (drafts, _) in zip(decoders, proposals)]
             hs = hidden_all([d.target for d in decoders], feeds)
-        finishes = []
-        for d, timer, k, (drafts, q_logp), h in zip(decoders, timers, ks, proposals, hs):
+        verifying = {}
+        for i, (d, timer, k, (drafts, q_logp), h) in enumerate(zip(decoders, timers, ks, proposals, hs)):
             with timer("target"):
                 h = h[-(k + 1) :]  # [k+1, H]
-            finishes.append(d._verify(drafts, q_logp, h, timer))
+            verifying[i] = d._verify(drafts, q_logp, h, timer)
+        finishes = _drive(verifying)
     for d, timer, k, finish in zip(decoders, timers, ks, finishes):
         d.trace.rounds.append(_costs(len(d.trace.rounds), k, d.cfg.K, d._checked, timer.read()))
         d.trace.finish = finish
+        d.trace.text = d.pair.tokenizer.decode(d.trace.token_ids, skip_special_tokens=True)
+
+
+def _drive(steps: dict[int, Generator]) -> list:
+    """Run each sequence's verify step (`Decoder._verify`) to its end, reading the device for all of them at once:
+    every step yields the tensors it must read next; their values for every sequence come back in one copy
+    (`host.fetch`), so a round of B sequences reads the device as often as a round of one. Returns each step's
+    result, in key order."""
+    results, asks = {}, {}
+    for i, step in steps.items():
+        try:
+            asks[i] = next(step)
+        except StopIteration as done:
+            results[i] = done.value
+    while asks:
+        values = fetch(list(asks.values()))
+        for (i, _), value in zip(list(asks.items()), values):
+            try:
+                asks[i] = steps[i].send(value)
+            except StopIteration as done:
+                results[i] = done.value
+                del asks[i]
+    return [results[i] for i in sorted(results)]
 
 
 def _draft_all(decoders: list[Decoder], ks: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -667,7 +693,6 @@ def stream_many(
         run_round([d for _, d in live])
         share, staying = (time.process_time() - start) / len(live), []
         for i, d in live:
-            d.trace.text = pair.tokenizer.decode(d.trace.token_ids, skip_special_tokens=True)
             cpu[i] += share
             left = d.trace.finish is not None or (until is not None and until(i, d.trace))
             yield Step(i, d.trace, left, cpu.pop(i) if left else cpu[i])

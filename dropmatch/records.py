@@ -1,7 +1,8 @@
 """The per-token record builder: one round's decisions and evidence become frozen `TokenRecord`s, in one place.
 
-`RoundOutcome` names what a round decided and the evidence it saw; `round_records` turns it into one record
-per drafted position and one for the correction / bonus / target token. Probabilities and ranks are read from
+`RoundOutcome` names what a round decided and the evidence it saw; `record_values` gathers the device values its
+records need (read on the host in one copy, with every other sequence's of a batch) and `records_from` turns them into
+one record per drafted position and one for the correction / bonus / target token. Probabilities and ranks are read from
 the round's `Evidence`; at a checked position, the paths and the relatives' statistics from the evidence the
 rule saw there. What a record keeps of those is what the run's rule reads (`criteria.Rule.reads`), or all of it
 in evidence mode.
@@ -19,7 +20,6 @@ from dropmatch.config import RECORDED_STATISTICS
 from dropmatch.criteria import RULES, accept_reason, is_tie
 from dropmatch.evidence import STATISTICS, Evidence
 from dropmatch.heads import PATH_STATISTICS, votes
-from dropmatch.host import fetch
 from dropmatch.trace import TokenRecord
 
 EVERYTHING = (*STATISTICS, *PATH_STATISTICS)  # what an evidence-mode record keeps where it was computed
@@ -171,35 +171,37 @@ def _checked_fields(tokenizer, out: RoundOutcome, j: int, values: dict) -> dict:
     return fields
 
 
-def round_records(
-    tokenizer, *, outcome: RoundOutcome, pieces: list[str], reads: tuple[str, ...], full: bool, top_n: int
-) -> list[TokenRecord]:
-    """One frozen TokenRecord per drafted position, then the correction / bonus / target token.
-
-    pieces: the text of each emitted token; reads: what the run's rule reads (a lazy record keeps those of the
-    statistics and the JS values); full: evidence mode (every statistic, every rule's verdict, the top-N lists).
-    Every number is computed where the evidence lives and read on the host in one copy.
-    """
+def record_values(outcome: RoundOutcome, *, reads: tuple[str, ...], full: bool, top_n: int) -> dict:
+    """The device values a round's records need (`records_from` takes them as the host read them, in one copy):
+    each token's id, p(token), rank and the target's top-1 at its verify position, q(token) where drafted, and what
+    each checked position showed. reads: what the run's rule reads (a lazy record keeps those of the statistics and
+    the JS values); full: evidence mode (every statistic, every rule's verdict, the top-N lists). Every number is
+    computed where the evidence lives."""
     out, ev = outcome, outcome.evidence
     k, a = len(ev.draft), out.accepted
-    at = [*range(k), a]  # the verify position of each token; the extra one's is a
     # on the device without a host-to-device copy: a range and fills of host numbers (kernel arguments)
     rows = torch.cat([torch.arange(k, device=ev.device), torch.full((1,), a, device=ev.device)])
     tokens = torch.cat([ev.draft, torch.full((1,), out.extra, dtype=ev.draft.dtype, device=ev.device)])
     drafted = k + (a < k)  # the first tokens have a draft distribution at their position (the correction's too)
     keep = EVERYTHING if full else reads
     ruled: dict[int, dict] = {}  # every rule's verdicts per Evidence object, computed once (evidence mode)
-    seen = fetch(
-        {
-            "token": tokens,
-            "p": ev.prob(rows, tokens),
-            "rank": ev.rank_of(rows, tokens),
-            "p_top": ev.p[rows].max(-1).values,
-            "argmax": ev.argmax[rows],
-            "q": ev.q[rows[:drafted], tokens[:drafted]],
-            "checked": {j: _checked_values(out, j, keep, full, top_n, ruled) for j in out.checked},
-        }
-    )
+    return {
+        "token": tokens,
+        "p": ev.prob(rows, tokens),
+        "rank": ev.rank_of(rows, tokens),
+        "p_top": ev.p[rows].max(-1).values,
+        "argmax": ev.argmax[rows],
+        "q": ev.q[rows[:drafted], tokens[:drafted]],
+        "checked": {j: _checked_values(out, j, keep, full, top_n, ruled) for j in out.checked},
+    }
+
+
+def records_from(tokenizer, outcome: RoundOutcome, pieces: list[str], seen: dict) -> list[TokenRecord]:
+    """One frozen TokenRecord per drafted position, then the correction / bonus / target token, from the values of
+    `record_values` as the host read them. pieces: the text of each emitted token."""
+    out, ev = outcome, outcome.evidence
+    k, a = len(ev.draft), out.accepted
+    at = [*range(k), a]  # the verify position of each token; the extra one's is a
     records = []
     q = dict(enumerate(seen["q"]))
     for j, (row, token) in enumerate(zip(at, seen["token"])):

@@ -115,14 +115,23 @@ FACTORIES = {torch.arange, torch.full, torch.zeros, torch.ones, torch.empty, tor
 
 @contextlib.contextmanager
 def counting(monkeypatch):
-    """Within the block, every decoder round's host reads are tallied (`Tally.reads[t]` for round t)."""
+    """Within the block, every round's host reads are tallied (`Tally.reads[t]` for round t), a batch's round as one."""
     tally = _Taint(Tally())
-    hidden, fetch, round_ = decode._Stage.hidden, host.fetch, decode.Decoder._round
+    hidden, batched, fetch, round_ = decode._Stage.hidden, decode._batched_hidden, host.fetch, decode.run_round
 
     def marked_hidden(self, ids):
         tally.quiet += 1
         try:
             out = hidden(self, ids)
+        finally:
+            tally.quiet -= 1
+        tally.mark(out)
+        return out
+
+    def marked_batched(stages, feeds):
+        tally.quiet += 1
+        try:
+            out = batched(stages, feeds)
         finally:
             tally.quiet -= 1
         tally.mark(out)
@@ -138,17 +147,15 @@ def counting(monkeypatch):
         finally:
             tally.quiet -= 1
 
-    def counted_round(self):
+    def counted_round(decoders):
         tally.tally.reads.append(0)
         tally.tally.bytes.append(0)
         tally.tally.copies.append(0)
-        return round_(self)
+        return round_(decoders)
 
     monkeypatch.setattr(decode._Stage, "hidden", marked_hidden)
+    monkeypatch.setattr(decode, "_batched_hidden", marked_batched)
     monkeypatch.setattr(decode, "fetch", one_read)
-    monkeypatch.setattr(decode.Decoder, "_round", counted_round)
-    import dropmatch.records as records
-
-    monkeypatch.setattr(records, "fetch", one_read)
+    monkeypatch.setattr(decode, "run_round", counted_round)  # a round of one sequence or of a batch
     with tally:
         yield tally.tally

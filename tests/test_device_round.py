@@ -99,3 +99,34 @@ def test_the_one_position_at_a_time_round_reads_more(noisy_pair, monkeypatch):
     with counting(monkeypatch) as tally:
         run(noisy_pair, GREEDY["dropmatch"], False)
     assert max(tally.reads) > 2
+
+
+def test_a_batch_round_reads_the_device_twice_whatever_its_size(noisy_pair, monkeypatch):
+    """Three greedy sequences checked at once (as on a GPU) in lockstep: each round reads the decisions of all of
+    them in one copy and their records in one more, and copies no host data after the first; each sequence decodes
+    as it does alone."""
+    from same_trace import assert_same_run
+
+    from dropmatch import decode
+
+    names, prompts = ("lossless", "dropmatch", "typical"), (PROMPT, "x = ", "The quick brown fox")
+    decoders = [
+        Decoder(noisy_pair, DecodeConfig(max_new_tokens=24, **GREEDY[n]), encode_prompt(noisy_pair.tokenizer, p))
+        for n, p in zip(names, prompts)
+    ]
+    for d in decoders:
+        d.at_once = True
+    live, sizes = list(decoders), []
+    with counting(monkeypatch) as tally:
+        while live:
+            sizes.append(len(live))
+            decode.run_round(live)
+            live = [d for d in live if d.trace.finish is None]
+    assert sizes[0] == 3 and max(tally.reads) <= 2, (sizes, tally.reads)
+    assert tally.copies[1:] == [0] * (len(sizes) - 1), tally.copies
+    for d, name in zip(decoders, names):
+        alone = Decoder(noisy_pair, d.cfg, d.prompt_ids)
+        alone.at_once = True
+        for _ in alone.rounds():
+            pass
+        assert_same_run(d.trace, alone.trace, name)
