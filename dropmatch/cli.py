@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import platform
 import sys
@@ -43,12 +44,13 @@ from dropmatch.config import (
 )
 from dropmatch.criteria import CRITERION_KNOBS, KNOBS
 from dropmatch.decode import cpu_bf16, cpu_name, generate
-from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
+from dropmatch.lab import bench, calibrate, headbench, power, probe, suites, sweep
 from dropmatch.lab.files import read_manifest
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import matched_table
+from dropmatch.verdict import against_lossless
 
 
 class _Parser(argparse.ArgumentParser):
@@ -541,6 +543,50 @@ def _cmd_matched(args) -> int:
     return 0
 
 
+def _share(text: str) -> float:
+    """A share of problems: a decimal (0.0122) or a count over a total (2/164)."""
+    try:
+        top, _, bottom = text.partition("/")
+        value = float(top) / float(bottom) if bottom else float(top)
+    except (ValueError, ZeroDivisionError):
+        value = float("nan")
+    if not 0 < value < 1:
+        raise ValueError(f"expected a share between 0 and 1, as 0.0122 or 2/164; got {text!r}")
+    return value
+
+
+def _cmd_power(args) -> int:
+    """Problems needed to detect a loss (and to show equivalence within it), from a typed discordance or per setting
+    of a recorded verdict."""
+    if (args.psi is None) == (args.source is None):
+        raise ValueError("give the discordance (--psi) or a recorded sweep (--from), one of them")
+    if args.source is not None:
+        df = sweep.load_sweep(args.source)
+        table = against_lossless(df[df["suite"] == args.suite].dropna(subset=["score"]))
+        if table.empty:
+            raise ValueError(f"{args.source} holds no scored {args.suite} cells beside lossless")
+        out = power.plan(table, args.loss)
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(out.round(4).to_string(index=False))
+        print(
+            f"loss {args.loss:.4f} at two-sided 5%, 80% power (normal approximation of the paired test); "
+            "detectable_loss: the smallest loss the setting's own problems detect"
+        )
+        return 0
+    n = power.problems_to_detect(args.psi, args.loss)
+    print(f"discordance {args.psi:.4f}, loss {args.loss:.4f} (two-sided 5%, 80% power, normal approximation):")
+    print(f"  problems to detect the loss: {math.ceil(n):,}")
+    print(f"  problems to show equivalence within it (two one-sided tests): "
+          f"{math.ceil(power.problems_for_equivalence(args.psi, args.loss)):,}")  # fmt: skip
+    if args.samples > 1:
+        print(f"  with {args.samples} samples a problem (intra-problem correlation {args.rho}): "
+              f"{math.ceil(power.with_samples(n, args.samples, args.rho)):,} problems")  # fmt: skip
+    if args.problems:
+        print(f"  at {args.problems} problems: power {power.power_at(args.problems, args.psi, args.loss):.1%}, "
+              f"smallest detectable loss {power.detectable(args.problems, args.psi):.4f}")  # fmt: skip
+    return 0
+
+
 def _cmd_calibrate(args) -> int:
     _threads(args.threads)
     items = suites.load_suite(args.suite, args.limit)
@@ -801,6 +847,15 @@ def _add_analysis(sub) -> None:
     m.add_argument("--from", dest="source", required=True, help="a sweep directory with relatives (--rule)")
     m.add_argument("--suite", default="mini_spec_bench", help="which suite of the sweep (default mini_spec_bench)")
     m.set_defaults(func=_cmd_matched)
+    w = sub.add_parser("power", help="problems needed to detect a loss in pass rate, or to show equivalence within it")
+    w.add_argument("--loss", type=_arg(_share), required=True, help="the loss to detect: 0.0122 or 2/164")
+    w.add_argument("--psi", type=_arg(_share), help="the discordant share of problems (lost + gained over all)")
+    w.add_argument("--from", dest="source", help="a recorded sweep: every setting's own discordance against lossless")
+    w.add_argument("--suite", default="humaneval", help="which suite of the sweep (default humaneval)")
+    w.add_argument("--problems", type=_positive, help="with --psi: the power and detectable loss at this many")
+    w.add_argument("--samples", type=_positive, default=1, help="with --psi: samples a problem (T > 0)")
+    w.add_argument("--rho", type=float, default=0.0, help="with --samples: the outcomes' intra-problem correlation")
+    w.set_defaults(func=_cmd_power)
     c = sub.add_parser(
         "calibrate",
         help="path unanimity and relax rates per p_drop, and the p_drops that match the paper's unanimity, effect "

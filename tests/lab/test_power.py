@@ -1,0 +1,76 @@
+"""The power planner on cases with known answers: the verdict issue's own numbers, and handmade tables."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from dropmatch.cli import main
+from dropmatch.lab import power
+
+PSI, LOSS = 30 / 164, 2 / 164  # DropMatch p_drop 0.3 on HumanEval: 16 lost, 14 gained; a 2-problem loss
+
+
+def test_the_problems_a_2_of_164_loss_needs_at_dropmatch_0_3s_discordance():
+    """By hand: [1.95996 * sqrt(psi) + 0.84162 * sqrt(psi - d^2)]^2 / d^2 = 9,651.8; TOST (1.64485 + 1.28155)^2 psi
+    / d^2 = 10,533.5; at p_drop 0.1's discordance (12 of 164) 3,859.3."""
+    assert power.problems_to_detect(PSI, LOSS) == pytest.approx(9651.76, abs=0.05)
+    assert power.problems_for_equivalence(PSI, LOSS) == pytest.approx(10533.53, abs=0.05)
+    assert power.problems_to_detect(12 / 164, LOSS) == pytest.approx(3859.29, abs=0.05)
+
+
+def test_power_and_the_detectable_loss_are_the_plan_read_backwards():
+    assert power.power_at(164, PSI, LOSS) == pytest.approx(0.0553, abs=1e-4)  # the exact test: about 4%
+    n = power.problems_to_detect(PSI, LOSS)
+    assert power.power_at(n, PSI, LOSS) == pytest.approx(0.8, abs=1e-9)
+    d = power.detectable(164, PSI)
+    assert power.problems_to_detect(PSI, d) == pytest.approx(164, rel=1e-6) and d == pytest.approx(0.0929, abs=1e-4)
+    assert power.detectable(3, 0.01) == pytest.approx(0.1)  # out of reach: the largest possible difference
+
+
+def test_more_samples_a_problem_help_down_to_n_times_rho():
+    n = power.problems_to_detect(PSI, LOSS)
+    assert power.with_samples(n, 1, 0.12) == n
+    assert power.with_samples(n, 2, 0.12) == pytest.approx(n * 1.12 / 2)
+    assert power.with_samples(n, 10**6, 0.12) == pytest.approx(n * 0.12, rel=1e-5)  # about 1,160: the floor
+    with pytest.raises(ValueError):
+        power.with_samples(n, 2, 1.5)
+
+
+@pytest.mark.parametrize("psi, d", [(0, 0.01), (0.01, 0.1), (0.2, 0), (1.5, 0.1)])
+def test_impossible_plans_are_refused(psi, d):
+    with pytest.raises(ValueError):
+        power.problems_to_detect(psi, d)
+
+
+def test_a_verdict_tables_plan_per_setting():
+    table = pd.DataFrame(
+        [
+            {"rule": "a", "knob": 0.1, "problems": 164, "lost": 16, "gained": 14},
+            {"rule": "b", "knob": 0.2, "problems": 100, "lost": 0, "gained": 0},
+        ]
+    )
+    out = power.plan(table, LOSS).set_index("rule")
+    assert out.loc["a", "discordance"] == pytest.approx(PSI)
+    assert out.loc["a", "problems_to_detect"] == pytest.approx(9651.76, abs=0.05)
+    assert out.loc["b", "detectable_loss"] == 0 and math.isnan(out.loc["b", "problems_to_detect"])
+
+
+def test_the_command_line_plans_and_refuses_a_bad_share(capsys):
+    assert main(["power", "--psi", "30/164", "--loss", "2/164", "--problems", "164"]) == 0
+    out = capsys.readouterr().out
+    assert "problems to detect the loss: 9,652" in out and "power 5.5%" in out
+    with pytest.raises(SystemExit) as bad:
+        main(["power", "--psi", "30/0", "--loss", "2/164"])
+    assert bad.value.code == 2 and "a share between 0 and 1" in capsys.readouterr().err
+    assert main(["power", "--loss", "2/164"]) == 2  # neither a discordance nor a sweep
+    assert "give the discordance (--psi) or a recorded sweep (--from)" in capsys.readouterr().err
+
+
+def test_the_plan_of_the_recorded_verdict_reads_each_settings_discordance(capsys):
+    """assets/verdict: DropMatch at p_drop 0.3 lost 16 problems and gained 14 of 164, the numbers above."""
+    assert main(["power", "--from", "assets/verdict", "--loss", "2/164"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "js+majority  0.30" in line)
+    assert row.split()[4:6] == ["16", "14"] and "9651.7639" in row
