@@ -50,7 +50,7 @@ from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.sweep_tables import summary
 from dropmatch.tradeoff import matched_table
-from dropmatch.verdict import against_lossless
+from dropmatch.verdict import against_lossless, scores_by_setting
 
 
 class _Parser(argparse.ArgumentParser):
@@ -555,6 +555,18 @@ def _share(text: str) -> float:
     return value
 
 
+def _paired_rho(df: pd.DataFrame) -> dict:
+    """Each setting's intra-problem correlation of its differences from lossless, over a sampled sweep's seeds
+    ({(rule, knob): rho}; empty with one sample a problem)."""
+    scores = scores_by_setting(df)
+    if scores.index.nlevels < 2:
+        return {}
+    scores = scores.dropna(axis=1, how="all")  # the pivot's (rule, knob) pairs that never ran
+    base = next(c for c in scores.columns if c[0] == "lossless")
+    diffs = scores.sub(scores[base], axis=0)
+    return {c: power.intra_problem_correlation(diffs[c].unstack().dropna()) for c in scores.columns if c != base}
+
+
 def _cmd_power(args) -> int:
     """Problems needed to detect a loss (and to show equivalence within it), from a typed discordance or per setting
     of a recorded verdict."""
@@ -562,10 +574,11 @@ def _cmd_power(args) -> int:
         raise ValueError("give the discordance (--psi) or a recorded sweep (--from), one of them")
     if args.source is not None:
         df = sweep.load_sweep(args.source)
-        table = against_lossless(df[df["suite"] == args.suite].dropna(subset=["score"]))
+        part = df[df["suite"] == args.suite].dropna(subset=["score"])
+        table = against_lossless(part)
         if table.empty:
             raise ValueError(f"{args.source} holds no scored {args.suite} cells beside lossless")
-        out = power.plan(table, args.loss)
+        out = power.plan(table, args.loss, _paired_rho(part))
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(out.round(4).to_string(index=False))
         print(

@@ -71,26 +71,50 @@ def with_samples(problems: float, samples: int, rho: float) -> float:
     return problems * (1 + (samples - 1) * rho) / samples
 
 
-def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
-    """Per setting of a verdict table (verdict.against_lossless: problems, lost, gained), its discordance, the loss its
-    own problems detect at `power`, the power it has against `loss`, and the problems needed to detect `loss` and to
-    show equivalence within it."""
+def intra_problem_correlation(values: pd.DataFrame) -> float:
+    """The intra-class correlation of outcomes within a problem (rows: problems, columns: its samples), by one-way
+    analysis of variance: (MSB - MSW) / (MSB + (m - 1) MSW); NaN with one sample a problem or no variance."""
+    k, m = values.shape
+    if m < 2 or k < 2:
+        return float("nan")
+    means = values.mean(axis=1)
+    msb = m * ((means - values.to_numpy().mean()) ** 2).sum() / (k - 1)
+    msw = ((values.sub(means, axis=0)) ** 2).to_numpy().sum() / (k * (m - 1))
+    total = msb + (m - 1) * msw
+    return float((msb - msw) / total) if total > 0 else float("nan")
+
+
+def plan(
+    table: pd.DataFrame, loss: float, rho: dict | None = None, alpha: float = ALPHA, power: float = POWER
+) -> pd.DataFrame:
+    """Per setting of a verdict table (verdict.against_lossless: problems, pairs, lost, gained), its discordance, the
+    loss its own problems detect at `power`, the power it has against `loss`, and the problems needed to detect `loss`
+    and to show equivalence within it. With several samples a problem (pairs > problems), the discordance is per
+    (problem, sample) pair and each problem counts as m / (1 + (m - 1) rho) independent ones, rho the setting's
+    intra-problem correlation of its paired differences (`rho`: {(rule, knob): rho}; 0 where not given)."""
     rows = []
     for _, r in table.iterrows():
-        n, psi = r["problems"], (r["lost"] + r["gained"]) / r["problems"]
+        pairs = r.get("pairs", r["problems"])
+        m = pairs / r["problems"]
+        corr = (rho or {}).get((r["rule"], r["knob"]), 0.0) if m > 1 else 0.0
+        corr = 0.0 if corr != corr else max(0.0, corr)  # NaN, or a negative estimate: independent samples
+        effect = m / (1 + (m - 1) * corr)  # independent outcomes a problem is worth
+        n, psi = r["problems"] * effect, (r["lost"] + r["gained"]) / pairs
         ok = psi > loss * loss
         rows.append(
             {
                 "rule": r["rule"],
                 "knob": r["knob"],
-                "problems": n,
+                "problems": r["problems"],
+                "samples": m,
+                "rho": corr,
                 "lost": r["lost"],
                 "gained": r["gained"],
                 "discordance": psi,
                 "detectable_loss": detectable(n, psi, alpha, power) if psi > 0 else 0.0,
                 "power_at_loss": power_at(n, psi, loss, alpha) if ok else float("nan"),
-                "problems_to_detect": problems_to_detect(psi, loss, alpha, power) if ok else float("nan"),
-                "problems_for_equivalence": problems_for_equivalence(psi, loss, alpha, power) if psi > 0 else 0.0,
+                "problems_to_detect": problems_to_detect(psi, loss, alpha, power) / effect if ok else float("nan"),
+                "problems_for_equivalence": problems_for_equivalence(psi, loss, alpha, power) / effect if psi else 0.0,
             }
         )
     return pd.DataFrame(rows)

@@ -73,4 +73,34 @@ def test_the_plan_of_the_recorded_verdict_reads_each_settings_discordance(capsys
     """assets/verdict: DropMatch at p_drop 0.3 lost 16 problems and gained 14 of 164, the numbers above."""
     assert main(["power", "--from", "assets/verdict", "--loss", "2/164"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "js+majority  0.30" in line)
-    assert row.split()[4:6] == ["16", "14"] and "9651.7639" in row
+    assert row.split()[6:8] == ["16", "14"] and "9651.7639" in row
+
+
+def test_the_intra_problem_correlation_of_handmade_tables():
+    """Samples that always agree within a problem correlate fully; samples that always split, -1 (two a problem);
+    two samples whose problems agree by chance only, near 0."""
+    same = pd.DataFrame([[1, 1], [0, 0], [1, 1], [0, 0]])
+    split = pd.DataFrame([[1, 0], [0, 1], [1, 0], [0, 1]])
+    assert power.intra_problem_correlation(same) == pytest.approx(1.0)
+    assert power.intra_problem_correlation(split) == pytest.approx(-1.0)
+    # MSB = 2 * 0.5 / 3 = 1/3, MSW = 2 / 8 = 1/4: rho = (1/3 - 1/4) / (1/3 + 1/4) = 1/7
+    mixed = pd.DataFrame([[1, 1], [0, 0], [1, 0], [0, 1]])
+    assert power.intra_problem_correlation(mixed) == pytest.approx(1 / 7)
+    assert math.isnan(power.intra_problem_correlation(pd.DataFrame([[1], [0]])))
+
+
+def test_samples_a_problem_enter_the_plan_through_the_design_effect():
+    """82 problems, two seeds each, rho 0.12: each problem is worth 2 / 1.12 outcomes; the discordance is per pair."""
+    table = pd.DataFrame([{"rule": "a", "knob": 0.3, "problems": 82, "pairs": 164, "lost": 16, "gained": 14}])
+    out = power.plan(table, LOSS, {("a", 0.3): 0.12}).iloc[0]
+    assert out["samples"] == 2 and out["rho"] == 0.12 and out["discordance"] == pytest.approx(PSI)
+    assert out["problems_to_detect"] == pytest.approx(9651.76 * 1.12 / 2, abs=0.05)
+    alone = power.plan(table.assign(pairs=82, lost=8, gained=7), LOSS).iloc[0]
+    assert alone["samples"] == 1 and alone["problems_to_detect"] == pytest.approx(9651.76, abs=0.05)
+
+
+def test_the_recorded_t07_track_measures_its_intra_problem_correlation(capsys):
+    """assets/verdict_t07: two seeds a problem; DropMatch 0.3's differences from lossless correlate by about 0.12."""
+    assert main(["power", "--from", "assets/verdict_t07", "--loss", "2/82"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "js+majority   0.3" in line)
+    assert row.split()[3:5] == ["82", "2.0"] and float(row.split()[5]) == pytest.approx(0.12, abs=0.005)
