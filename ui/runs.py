@@ -118,7 +118,7 @@ def decode(pair: str, prompt: str, cfgs: dict[str, DecodeConfig], chat) -> Itera
     with user_errors(f"Cannot decode with the {name} pair: "):
         check_heads(models)
     with user_errors():
-        ids = encode_prompt(models.tokenizer, prompt, chat)  # once: the limit's count and both runs' prompt
+        ids = encode_prompt(models.tokenizer, prompt, chat)  # the limit's count, before any decoding
         check_prompt_tokens(len(ids), max(c.max_new_tokens for c in cfgs.values()))
     names, requests = list(cfgs), [Request(prompt, cfg, bool(chat)) for cfg in cfgs.values()]
     sent: dict[str, tuple[int, int, int, str]] = {}  # how much of each run's trace was sent
