@@ -314,7 +314,7 @@ def run_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -
     return load_sweep(out_dir)
 
 
-DEFAULT_BATCH = 8  # a new sweep's cells decoded at a time: 3.1x batch 1's cells per CPU hour on a 2-core Xeon
+DEFAULT_BATCH = 8  # a new sweep's cells at a time: 2.5x batch 1's cells per CPU hour on a 2-core Xeon (results.md)
 
 
 class PairRunner:
