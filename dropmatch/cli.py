@@ -276,6 +276,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             "llama.cpp alone, plain greedy decoding / greedy speculation with the draft (both heads its own); +g2: at "
             "draft length 2 instead of gamma"
         )
+    _write_bench(args, table, df)
+    return 0
+
+
+def _write_bench(args: argparse.Namespace, table: pd.DataFrame, df: pd.DataFrame) -> None:
+    """With --json: the command's settings, where it ran, the summary table and the per-prompt rows."""
     if args.json:
         Path(args.json).write_text(
             json.dumps(
@@ -289,7 +295,6 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 default=str,
             )
         )
-    return 0
 
 
 def _batch_bench(args: argparse.Namespace, pair, prompts) -> int:
@@ -310,19 +315,7 @@ def _batch_bench(args: argparse.Namespace, pair, prompts) -> int:
             "tokens_per_s over lossless's at the same batch size; x batch 1: over the same method at batch 1; "
             "paper gain: the paper's Table 5 (GSM8K, draft length 10, vLLM on A100s), batch 1 only kept"
         )
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "config": vars(args) | {"func": None},
-                    "environment": _environment(args),
-                    "summary": table.reset_index().to_dict(orient="records"),
-                    "rows": df.to_dict(orient="records"),
-                },
-                indent=1,
-                default=str,
-            )
-        )
+    _write_bench(args, table, df)
     return 0
 
 
