@@ -387,9 +387,10 @@ class Decoder:
 
     def _verify(
         self, drafts: torch.Tensor, q_logp: torch.Tensor, h: torch.Tensor, timer: Timer
-    ) -> Generator[Any, Any, str | None]:
+    ) -> Generator[Any, Any, tuple[str | None, dict]]:
         """Steps 3-6 of a round, after the forwards (`run_round`): the lossless test, the rule, the extra token, the
-        emitted tokens and their records, and both caches cut back to the output. Returns how the run finishes.
+        emitted tokens and their records, and both caches cut back to the output. Returns how the run finishes and the
+        positions it checked (the round's costs count their paths).
 
         A generator: it yields the device tensors it must read (the decisions, then the records' numbers) and takes
         their values back, so that `run_round` reads every sequence's in one copy."""
@@ -427,8 +428,7 @@ class Decoder:
         for stage in (self.target, self.draft):
             if stage is not None:
                 stage.cut(self.context_length - 1)
-        self._checked = read.checked
-        return finish
+        return finish, read.checked
 
     def _record(self, outcome: RoundOutcome) -> Generator[Any, Any, None]:
         """The round's tokens join the output, and its records the trace (their numbers read in one copy: yielded)."""
@@ -476,9 +476,9 @@ def run_round(decoders: list[Decoder]) -> None:
             with timer("target"):
                 h = h[-(k + 1) :]  # [k+1, H]
             verifying[i] = d._verify(drafts, q_logp, h, timer)
-        finishes = _drive(verifying)
-    for d, timer, k, finish in zip(decoders, timers, ks, finishes):
-        d.trace.rounds.append(_costs(len(d.trace.rounds), k, d.cfg.K, d._checked, timer.read()))
+        verified = _drive(verifying)
+    for d, timer, k, (finish, checked) in zip(decoders, timers, ks, verified):
+        d.trace.rounds.append(_costs(len(d.trace.rounds), k, d.cfg.K, checked, timer.read()))
         d.trace.finish = finish
         d.trace.text = d.pair.tokenizer.decode(d.trace.token_ids, skip_special_tokens=True)
 
