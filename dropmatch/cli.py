@@ -44,13 +44,14 @@ from dropmatch.config import (
 )
 from dropmatch.criteria import CRITERION_KNOBS, KNOBS
 from dropmatch.decode import cpu_bf16, cpu_name, generate
-from dropmatch.lab import bench, calibrate, headbench, power, probe, suites, sweep
+from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
 from dropmatch.lab.files import read_manifest
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
-from dropmatch.sweep_tables import summary
-from dropmatch.tradeoff import matched_table
-from dropmatch.verdict import against_lossless, scores_by_setting
+from dropmatch.tables import power
+from dropmatch.tables.summary import summary
+from dropmatch.tables.tradeoff import matched_table
+from dropmatch.tables.verdict import against_lossless, scores_by_setting
 
 
 class _Parser(argparse.ArgumentParser):

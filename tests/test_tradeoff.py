@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dropmatch.tradeoff import matched_knob, matched_table, pareto_front, setting_points
+from dropmatch.tables.tradeoff import matched_knob, matched_table, pareto_front, setting_points
 from viz.sweep import tradeoff, tradeoff_measures
 
 

@@ -15,8 +15,8 @@ from dropmatch.lab.suites import DEFAULT_SUITE, load_suite
 from dropmatch.lab.sweep import PairRunner, design_settings, parse_rule, run_sweep
 from dropmatch.metrics import compute
 from dropmatch.models import ModelPair, encode_prompt
-from dropmatch.sweep_tables import summary
-from dropmatch.tradeoff import matched_table
+from dropmatch.tables.summary import summary
+from dropmatch.tables.tradeoff import matched_table
 from dropmatch.truncation import min_p, top_k, truncate
 
 P = torch.tensor([0.4, 0.2, 0.2, 0.1, 0.06, 0.04])

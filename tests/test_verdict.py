@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dropmatch import verdict
-from dropmatch.sweep_tables import mcnemar_p
+from dropmatch.tables import verdict
+from dropmatch.tables.summary import mcnemar_p
 
 DM = {"K": 5, "criterion": "js+majority"}
 

@@ -29,9 +29,9 @@ from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.report import VERDICT_NOTE, definition, table_html
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.models import check_heads
-from dropmatch.sweep_tables import summary
-from dropmatch.tradeoff import MEASURES, matched_table
-from dropmatch.verdict import judged
+from dropmatch.tables.summary import summary
+from dropmatch.tables.tradeoff import MEASURES, matched_table
+from dropmatch.tables.verdict import judged
 from ui.common import (
     DEFAULTS,
     PAIR_CHOICES,

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from dropmatch.config import FACTORS, SETTING_COLUMNS
 from dropmatch.criteria import CRITERION_KNOBS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import MEASURES, base_rule, centre, gated, held, pareto_front, setting_points
+from dropmatch.tables.tradeoff import MEASURES, base_rule, centre, gated, held, pareto_front, setting_points
 from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420

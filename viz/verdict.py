@@ -14,9 +14,8 @@ from collections.abc import Callable
 import pandas as pd
 import plotly.graph_objects as go
 
-from dropmatch.token_kinds import LABELS
-from dropmatch.tradeoff import setting_points
-from dropmatch.verdict import (
+from dropmatch.tables.tradeoff import setting_points
+from dropmatch.tables.verdict import (
     against_lossless,
     at_anchors,
     complete,
@@ -27,6 +26,7 @@ from dropmatch.verdict import (
     shown_rules,
     within_bar_band,
 )
+from dropmatch.token_kinds import LABELS
 from viz.sweep import rule_color
 from viz.tables import word_table
 from viz.theme import METHOD_COLORS, message_figure, style

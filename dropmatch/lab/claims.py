@@ -12,8 +12,8 @@ import numbers
 import pandas as pd
 
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN, REFERENCE_COLUMN
-from dropmatch.sweep_tables import paired, paired_p, pooled, rows_at
-from dropmatch.tradeoff import centre, held
+from dropmatch.tables.summary import paired, paired_p, pooled, rows_at
+from dropmatch.tables.tradeoff import centre, held
 
 
 def _gain(df: pd.DataFrame, gamma) -> str | None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import pandas as pd
 
 from dropmatch.lab.suites import HUMANEVAL, humaneval_problems, truncate_completion
-from dropmatch.sweep_tables import paired
+from dropmatch.tables.summary import paired
+from dropmatch.tables.tradeoff import compared_rows, knob_of, rule_name
 from dropmatch.token_kinds import CODE_KINDS, KINDS, SEMANTIC, code_kinds, text_kind
-from dropmatch.tradeoff import compared_rows, knob_of, rule_name
 
 COLUMNS = ["suite", "rule", "knob", "prompt_id", "seed", "category", "index", "line", "text", "reason", "kind", "cost"]
 

@@ -1,7 +1,7 @@
 """Presenting a recorded sweep: one self-contained HTML report, and the table, summary and figure files.
 
 The report holds the figures, the tables and the comparison with the paper; this module renders them as HTML and
-writes the files (the tables come from dropmatch.sweep_tables, dropmatch.tradeoff and dropmatch.lab.claims, the
+writes the files (the tables come from dropmatch.tables.summary, dropmatch.tables.tradeoff and dropmatch.lab.claims, the
 figures from viz.sweep). plotly.js is inlined once, with the first figure; the others reuse it, so the file opens
 offline. The paper's numbers and the reference
 measurements (dropmatch.lab.paper) appear only as stated comparisons next to what this sweep measured; every
@@ -22,10 +22,9 @@ from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
 from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.sweep import load_sweep, write_tables
 from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
-from dropmatch.sweep_tables import per_category, rows_at, summary
-from dropmatch.token_kinds import LABELS as KIND_LABELS
-from dropmatch.tradeoff import centre, matched_table
-from dropmatch.verdict import (
+from dropmatch.tables.summary import per_category, rows_at, summary
+from dropmatch.tables.tradeoff import centre, matched_table
+from dropmatch.tables.verdict import (
     BAR_OF,
     BAR_PROBLEMS,
     against_lossless,
@@ -38,6 +37,7 @@ from dropmatch.verdict import (
     rule_pairs,
     shown_rules,
 )
+from dropmatch.token_kinds import LABELS as KIND_LABELS
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import kinds_heatmap, score_curves
 

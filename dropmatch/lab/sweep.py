@@ -38,7 +38,7 @@ from dropmatch.decode import Request, stream_many
 from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, write_manifest
 from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
-from dropmatch.sweep_tables import summary
+from dropmatch.tables.summary import summary
 
 METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, the relatives and truncation sampling
 KNOBLESS = tuple(name for name in RELATIVE_CRITERIA if name not in CRITERION_KNOBS)  # relatives with no knob

@@ -11,7 +11,7 @@ from dropmatch.lab.files import CELLS, MANIFEST, TABLE
 from dropmatch.lab.report import COLUMN_DEFINITIONS, table_html
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
 from dropmatch.lab.sweep import load_sweep
-from dropmatch.sweep_tables import summary
+from dropmatch.tables.summary import summary
 
 
 def test_spread_takes_categories_round_robin():

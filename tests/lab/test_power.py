@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dropmatch.cli import main
-from dropmatch.lab import power
+from dropmatch.tables import power
 
 PSI, LOSS = 30 / 164, 2 / 164  # DropMatch p_drop 0.3 on HumanEval: 16 lost, 14 gained; a 2-problem loss
 

@@ -13,9 +13,9 @@ from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN
 from dropmatch.lab.report import render, table_html, write_outputs, write_report
 from dropmatch.lab.sweep import load_sweep
-from dropmatch.sweep_tables import per_category, summary
-from dropmatch.tradeoff import centre, held, matched_table
-from dropmatch.verdict import against_lossless, greedy, shown_rules
+from dropmatch.tables.summary import per_category, summary
+from dropmatch.tables.tradeoff import centre, held, matched_table
+from dropmatch.tables.verdict import against_lossless, greedy, shown_rules
 from viz.sweep import FIGURES, label, relevant
 
 RECORDED = Path(__file__).parents[1] / "data" / "sweep_small"
@@ -155,7 +155,7 @@ def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
 
 
 def test_the_report_renders_the_tables_the_tables_modules_compute(table):
-    """report.py computes no table: each one in the HTML is table_html of what sweep_tables, tradeoff and claims
+    """report.py computes no table: each one in the HTML is table_html of what tables.summary, tables.tradeoff and claims
     return for the same rows."""
     page = render(table, {})
     assert table_html(paper_comparison(table)) in page

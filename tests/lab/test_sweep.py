@@ -26,8 +26,8 @@ from dropmatch.lab.sweep import (
     read_cells,
     run_sweep,
 )
-from dropmatch.sweep_tables import summary
-from dropmatch.tradeoff import setting_points
+from dropmatch.tables.summary import summary
+from dropmatch.tables.tradeoff import setting_points
 from viz.sweep import relevant
 
 PAPER_GRID = {"p_drop": [0, 0.1, 0.2, 0.3, 0.4, 0.5], "K": [1, 3, 5, 8], "gamma": [3, 5, 8]}

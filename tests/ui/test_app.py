@@ -16,8 +16,8 @@ from gradio_client import handle_file
 from served import served
 
 import viz
-from dropmatch import verdict
 from dropmatch.lab.sweep import load_sweep
+from dropmatch.tables import verdict
 from ui import analysis, compare, explore, runs
 from viz.summary import divergence, traces_from_data
 from viz.sweep import FIGURES, relevant

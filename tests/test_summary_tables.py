@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from dropmatch.sweep_tables import mcnemar_p, paired_p, per_category, summary
-from dropmatch.verdict import against_lossless
+from dropmatch.tables.summary import mcnemar_p, paired_p, per_category, summary
+from dropmatch.tables.verdict import against_lossless
 
 MEDIANS = ("acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence", "loadavg")
 

@@ -1,9 +1,9 @@
 """The tables behind a sweep's report: one row per setting, the centre per category, and the exact paired tests
 (McNemar's, and its form for several seeds per problem) and problem pairing the verdict's task-score tables use
-(`dropmatch.verdict`).
+(`dropmatch.tables.verdict`).
 
 Input is a sweep's tidy table (one row per prompt x setting, `dropmatch.lab.sweep.load_sweep`); the trade-off
-points and the rows the rules are compared on come from `dropmatch.tradeoff`. Pure pandas: no model, no HTML
+points and the rows the rules are compared on come from `dropmatch.tables.tradeoff`. Pure pandas: no model, no HTML
 (`dropmatch.lab.report` renders these tables).
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tradeoff import centre, family_of, rule_name
+from dropmatch.tables.tradeoff import centre, family_of, rule_name
 
 # per setting, the median over prompts of each of these (the rest of `summary` pools or averages)
 MEDIANS = (

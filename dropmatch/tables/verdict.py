@@ -6,7 +6,7 @@ Input is a sweep's tidy table with a task score (HumanEval; `dropmatch.lab.sweep
 "quality kept" is pass@1 within 2 of HumanEval's 164 problems of exact decoding; on a partial recording the same
 share of the problems run (`BAR_PROBLEMS / BAR_OF`). Intervals are paired bootstrap intervals over problems; tests
 are exact McNemar tests on the discordant problems; where a sampled sweep ran several seeds per problem, the exact
-test keeps a problem's seeds together (`dropmatch.sweep_tables.paired_p`), as the interval does. Pure pandas and
+test keeps a problem's seeds together (`dropmatch.tables.summary.paired_p`), as the interval does. Pure pandas and
 numpy: no model.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.criteria import RULES
-from dropmatch.sweep_tables import paired_p
-from dropmatch.tradeoff import (
+from dropmatch.tables.summary import paired_p
+from dropmatch.tables.tradeoff import (
     at_knob,
     base_rule,
     compared_rows,
