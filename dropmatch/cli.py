@@ -441,6 +441,8 @@ def _cmd_sweep(args) -> int:
         "target_id": args.target,
         "draft_id": args.draft,
     }
+    if suite == suites.WORD_PROBLEMS:  # a generated suite: its templates' version is part of what was run
+        run["suite_version"] = suites.word_problems_version()
     lean = {"draft_quant": args.draft_quant, "draft_vocab": args.draft_vocab, "temperature": args.temperature or None}
     run |= {k: v for k, v in lean.items() if v not in ("none", None)}  # only when set: older sweeps still resume
     batch = _sweep_batch(args, suite)

@@ -29,6 +29,8 @@ from dropmatch.lab import guard
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_SUITE = ASSETS / "suites" / "mini_spec_bench.jsonl"
 HUMANEVAL = "humaneval"
+WORD_PROBLEMS = "word-problems"  # the generated suite (dropmatch.lab.word_problems), scored by its final number
+WORD_PROBLEMS_SIZE = 10_000  # the suite's problems when no --limit is given
 # Where a HumanEval completion ends: the function body is over once a new top-level statement starts.
 STOP_SEQUENCES = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
 
@@ -39,20 +41,35 @@ class SuiteItem:
     category: str
     prompt: str
     chat: bool = False
-    problem: dict | None = None  # a HumanEval problem (prompt, test, entry_point) when the item has a task score
+    # what the item is scored on, when it has a task score: a HumanEval problem (prompt, test, entry_point), or a
+    # word problem's answer (answer, template, steps)
+    problem: dict | None = None
 
 
 def suite_name(source: str | Path) -> str:
-    """The name a suite goes by in tables: `humaneval`, or the JSONL file's stem."""
-    return HUMANEVAL if str(source) == HUMANEVAL else Path(source).stem
+    """The name a suite goes by in tables: `humaneval`, `word-problems`, or the JSONL file's stem."""
+    return str(source) if str(source) in (HUMANEVAL, WORD_PROBLEMS) else Path(source).stem
 
 
 def load_suite(source: str | Path, limit: int | None = None) -> list[SuiteItem]:
-    """Items of a JSONL suite file, or of HumanEval when `source` is "humaneval"; the first `limit` only."""
+    """Items of a JSONL suite file, of HumanEval ("humaneval") or of the generated word problems
+    ("word-problems", 10,000 unless `limit` asks for more or fewer); the first `limit` only."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be a positive integer; got {limit!r}")
+    if str(source) == WORD_PROBLEMS:
+        return word_problem_items(limit or WORD_PROBLEMS_SIZE)
     items = humaneval_items() if str(source) == HUMANEVAL else _read_jsonl(Path(source))
     return items[:limit] if limit else items
+
+
+def word_problem_items(n: int) -> list[SuiteItem]:
+    """The first n generated word problems, each a chat turn (the instruction and the problem)."""
+    from dropmatch.lab import word_problems  # generating imports every template module: only when asked
+
+    return [
+        SuiteItem(p.id, p.kind, p.prompt, True, {"answer": p.answer, "template": p.template, "steps": p.steps})
+        for p in word_problems.problems(n)
+    ]
 
 
 def spread(items: list[SuiteItem], n: int) -> list[SuiteItem]:
@@ -100,6 +117,29 @@ def humaneval_problems() -> dict[str, dict]:
 def humaneval_items() -> list[SuiteItem]:
     """HumanEval as a suite: the problem's prompt as plain completion (no chat template)."""
     return [SuiteItem(task_id, HUMANEVAL, p["prompt"], False, p) for task_id, p in humaneval_problems().items()]
+
+
+def word_problems_version() -> int:
+    """The generated suite's version (a recorded sweep of another version is another suite)."""
+    from dropmatch.lab import word_problems
+
+    return word_problems.VERSION
+
+
+def score(item: SuiteItem, text: str, timeout: float = 10.0) -> dict:
+    """{"passed", "result"} of a completion of an item with a task: a word problem by its final number, a HumanEval
+    problem by its tests run on the completion up to a stop sequence."""
+    if "answer" in item.problem:
+        from dropmatch.lab.word_problems import score_completion as score_answer
+
+        return score_answer(item.problem["answer"], text)
+    return score_completion(item.problem, truncate_completion(text), timeout)
+
+
+def ends_early(item: SuiteItem) -> bool:
+    """Whether a completion of the item is complete at a stop sequence (a HumanEval function body), before an
+    end token."""
+    return item.problem is not None and "entry_point" in item.problem
 
 
 def truncate_completion(text: str) -> str:

@@ -36,7 +36,7 @@ from dropmatch.config import (
 from dropmatch.criteria import CRITERION_KNOBS, DROPMATCH_CRITERIA, RELATIVE_CRITERIA
 from dropmatch.decode import Request, stream_many
 from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, write_manifest
-from dropmatch.lab.suites import SuiteItem, score_completion, truncate_completion
+from dropmatch.lab.suites import SuiteItem, ends_early, score, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
 from dropmatch.tables.summary import summary
 
@@ -349,7 +349,7 @@ class PairRunner:
 
     def _done(self, item: SuiteItem, trace) -> bool:
         """A HumanEval function is complete once a stop sequence (a new top-level statement) appears."""
-        if item.problem is None:
+        if not ends_early(item):
             return False
         text = self.pair.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
         return truncate_completion(text) != text
@@ -375,11 +375,11 @@ class PairRunner:
 
 
 def score_row(item: SuiteItem, row: dict, timeout: float = 10.0) -> dict:
-    """A cell's row with its task score: the item's HumanEval tests run on the row's text up to a stop sequence
-    (`score_completion`); the row as it is for an item without a task."""
+    """A cell's row with its task score (`suites.score`: a HumanEval problem's tests, a word problem's final
+    number); the row as it is for an item without a task."""
     if item.problem is None:
         return row
-    result = score_completion(item.problem, truncate_completion(row["text"]), timeout)
+    result = score(item, row["text"], timeout)
     return row | {"score": float(result["passed"]), "score_result": result["result"]}
 
 
@@ -418,7 +418,7 @@ def load_sweep(out_dir: str | Path) -> pd.DataFrame:
 
 
 def write_tables(out_dir: str | Path) -> pd.DataFrame:
-    """table.csv (the tidy table, `load_sweep`) and summary.csv (`sweep_tables.summary`) in the sweep directory;
+    """table.csv (the tidy table, `load_sweep`) and summary.csv (`summary.summary`) in the sweep directory;
     returns the table. No figures: nothing here needs plotly (`dropmatch.lab.report.write_outputs` adds them)."""
     out, df = Path(out_dir), load_sweep(out_dir)
     df.to_csv(out / TABLE, index=False)
