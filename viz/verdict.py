@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from dropmatch.tables.tradeoff import setting_points
 from dropmatch.tables.verdict import (
+    TAU_TOLERANCE,
     against_lossless,
     at_anchors,
     complete,
@@ -24,6 +25,7 @@ from dropmatch.tables.verdict import (
     problems_note,
     rule_pairs,
     shown_rules,
+    unmatched_rules,
     within_bar_band,
 )
 from dropmatch.token_kinds import LABELS
@@ -36,7 +38,9 @@ HEIGHT = 480
 # report) and its definition. WIDE: the columns a phone leaves out (the rest keep a row on one line there).
 WORDS = {
     "settings": "settings run",
-    "best_tau_within_bar": "best τ within the bar",
+    "best_tau_non_inferior": "best τ shown within the bar",
+    "best_tau_point_within_bar": "best τ, point estimate within the bar",
+    "knob_point": "its knob",
     "knob_name": "knob name",
     "tau": "τ",
     "score": "pass@1",
@@ -44,8 +48,14 @@ WORDS = {
     "score_diff": "pass@1 change",
     "diff_low": "95% interval: low",
     "diff_high": "95% interval: high",
-    "mcnemar_p": "p (McNemar)",
-    "within_bar": "within the bar",
+    "mcnemar_p": "p (exact)",
+    "holm_p": "p, Holm-corrected",
+    "diff_lower": "one-sided 95% lower bound",
+    "non_inferior": "non-inferior at the bar",
+    "detectable_loss": "smallest loss detectable (80% power)",
+    "design_effect": "design effect",
+    "clusters": "clusters",
+    "point_within_bar": "point estimate within the bar",
     "length_ratio": "length ratio λ",
     "capped": "hit the length cap",
     "loop": "loops",
@@ -68,7 +78,8 @@ PATTERNS = {  # columns named by a p_drop: "score_at_p0.3"
     "basis_p": "how it was read, p_drop {}",
 }
 WIDE = {"family", "settings", "knob_name", "score_lossless", "problems", "pairs", "length_ratio", "capped", "loop"}
-WIDE |= {"ties", "relaxed_cost_mean", "basis"}
+WIDE |= {"ties", "relaxed_cost_mean", "basis", "clusters", "design_effect", "point_within_bar", "knob_point"}
+WIDE |= {"diff_low", "diff_high", "best_tau_point_within_bar"}
 WIDE_PREFIXES = ("tau_at_p", "basis_p")  # DropMatch's tau (the same in every row) and how each score was read
 
 
@@ -91,7 +102,8 @@ def _fold(summary: str, body: str) -> str:
 def verdict_tables(
     part: pd.DataFrame, about: Callable[[str], str | None], note: str, anchors: list[dict] | None = None
 ) -> tuple[str, pd.DataFrame]:
-    """The verdict's tables as the app shows them (`dropmatch.lab.report.verdict_html`'s, in plain words) and the rows
+    """The verdict's tables as the app and the report show them (in plain words, each header's title its column's
+    name and definition) and the rows
     they judge (the whole settings); ("", empty) where nothing is scored beside lossless. In view: the note (`note`,
     with the bar in {bar}), the headline and DropMatch at the calibration's anchors; folded on a phone: every setting
     against lossless and rule against rule at DropMatch's taus. `about`: a column's definition."""
@@ -114,11 +126,17 @@ def verdict_tables(
     )
     for column in [c for c in head.columns if c.startswith("tau_at_p")]:
         tau = float(head[column].iloc[0])
-        pairs = rule_pairs(whole, tau)
-        if len(pairs):
-            label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
-            summary = f"Rule against rule at DropMatch's tau ({label}; each rule's nearest setting): {len(pairs)} pairs"
-            out.append(_fold(summary, _table(shown_rules(pairs, at_t0), about)))
+        pairs, left = rule_pairs(whole, tau), unmatched_rules(whole, tau)
+        label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
+        summary = (
+            f"Rule against rule at DropMatch's tau ({label}; settings within ±{TAU_TOLERANCE:g}): {len(pairs)} pairs"
+        )
+        body = _table(shown_rules(pairs, at_t0), about) if len(pairs) else "<p class=note>No two rules matched.</p>"
+        if len(left):
+            far = ", ".join(f"{r.rule} (nearest tau {r.tau:.2f})" for r in shown_rules(left, at_t0).itertuples())
+            body += f"<p class=note>Not matched (no setting within ±{TAU_TOLERANCE:g} of tau {tau:.2f}): "
+            body += f"{html.escape(far)}.</p>"
+        out.append(_fold(summary, body))
     return "".join(out), whole
 
 

@@ -34,7 +34,7 @@ class Run:
     draft_vocab: int | None = None
     temperature: float | None = None  # only when sampled (T > 0)
     batch: int | None = None  # cells decoded at a time, only when not 1 (a bf16 batch can part from batch 1)
-    suite_version: int | None = None  # a generated suite's version (the word problems): another version is another suite
+    suite_version: int | None = None  # a generated suite's version (word problems): another version, another suite
 
 
 @dataclass(frozen=True)

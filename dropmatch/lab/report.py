@@ -27,19 +27,11 @@ from dropmatch.tables.tradeoff import centre, matched_table
 from dropmatch.tables.verdict import (
     BAR_OF,
     BAR_PROBLEMS,
-    against_lossless,
-    at_anchors,
-    complete,
-    greedy,
-    headline,
     judged,
-    problems_note,
-    rule_pairs,
-    shown_rules,
 )
 from dropmatch.token_kinds import LABELS as KIND_LABELS
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
-from viz.verdict import kinds_heatmap, score_curves
+from viz.verdict import kinds_heatmap, score_curves, verdict_tables
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .5em}
@@ -118,7 +110,18 @@ COLUMN_DEFINITIONS = (
         "lost": "problems lossless solves and this setting does not",
         "gained": "problems this setting solves and lossless does not",
         "mcnemar_p": "two-sided exact McNemar p-value of lost against gained (paired by problem; with several seeds a "
-        "problem, the exact sign-flip test of its summed difference, which keeps its seeds together)",
+        "problem or several problems a template, the exact sign-flip test of each cluster's summed difference, which "
+        "keeps a cluster together)",
+        "holm_p": "the exact p-value after Holm's correction for the table's tests (the family-wise error held at 5%)",
+        "diff_lower": "one-sided 95% lower bound of score_diff (the paired bootstrap's 5th percentile, clusters "
+        "resampled): what a non-inferiority claim rests on",
+        "non_inferior": f"yes: the lower bound clears the bar (-{BAR_PROBLEMS}/{BAR_OF} of the problems); no: the "
+        "one-sided 95% upper bound lies below it; cannot tell: the interval straddles it",
+        "detectable_loss": "the smallest loss of pass@1 these problems detect at 80% power with a two-sided 5% test, "
+        "at this setting's discordance (the power planner; clusters count through their design effect)",
+        "clusters": "independent units the interval and the test resample: problems, or a word problem's templates",
+        "design_effect": "how much clustering inflates the variance of score_diff against independent problems "
+        "(1: none)",
         "problems": "problems scored with both this setting and lossless",
         "prompts": "prompts (cells) behind this row",
         "tau_pooled": "sum N / sum T over this row's prompts: tokens per target forward, pooled",
@@ -134,10 +137,13 @@ COLUMN_DEFINITIONS = (
         "score_diff": "pass@1 of this setting minus lossless's, on the same problems",
         "diff_low": "low end of the paired bootstrap 95% interval of score_diff (problems resampled, 10,000 times)",
         "diff_high": "high end of the paired bootstrap 95% interval of score_diff",
-        "within_bar": f"pass@1 at most {BAR_PROBLEMS} of {BAR_OF} problems (that share of the problems run) below "
-        "lossless's: the field's bar for quality kept",
-        "best_tau_within_bar": "the largest pooled tau among the rule's measured settings whose pass@1 stays within "
-        "the bar of lossless; empty when none does",
+        "point_within_bar": f"the point estimate of pass@1 at most {BAR_PROBLEMS} of {BAR_OF} problems (that share "
+        "of the problems run) below lossless's: a reading, not a test (see non_inferior)",
+        "best_tau_non_inferior": "the largest pooled tau among the rule's measured settings shown non-inferior (the "
+        "one-sided 95% lower bound clears the bar); empty when none is",
+        "best_tau_point_within_bar": "the largest pooled tau among the rule's settings whose point estimate lies "
+        "within the bar: a reading only, since the data cannot tell these settings from ones that lose more",
+        "knob_point": "the knob of best_tau_point_within_bar",
         "settings": "measured settings (knobs) of the rule",
         "pairs": "paired outcomes compared: one per problem, or one per (problem, seed) in a sampled sweep",
         "rule_a": "the first rule of the pair, at its setting nearest the matched tau",
@@ -278,40 +284,20 @@ def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
 
 VERDICT_NOTE = (
     "Is a relaxed acceptance worth it? Each rule's task score against lossless, problem by problem, on the settings "
-    "that ran every problem ({bar}); the shaded band in the figure is the field's bar for quality kept. Intervals "
-    "are paired bootstrap 95% intervals over problems, p-values exact McNemar tests on the discordant problems "
-    "(with several seeds a problem, its seeds kept together in both)."
+    "that ran every problem ({bar}); the shaded band in the figure is the field's bar for quality kept. A setting is "
+    "non-inferior only where its one-sided 95% lower bound clears the bar; a point estimate inside the bar is a "
+    "reading, not a claim. Intervals are paired bootstrap intervals over problems, p-values exact McNemar tests on "
+    "the discordant problems, Holm-corrected across each table (with several seeds a problem, or several problems "
+    "a template, a cluster is kept together in both); rules are compared only at settings within 0.1 of one tau."
 )
 
 
 def verdict_html(part: pd.DataFrame, anchors: list[dict] | None = None) -> tuple[str, pd.DataFrame]:
-    """The verdict's note and tables as HTML (headline, every setting against lossless, rule against rule at
-    DropMatch's taus; DropMatch at a calibration's anchors where given) and the rows they judge (the whole settings),
-    for a scored suite with a rule beside lossless; ("", empty) otherwise. The report and the Analysis tab show the
-    same."""
-    whole, partial = complete(part)
-    table = against_lossless(whole)
-    if table.empty:
-        return "", whole.iloc[0:0]
-    n = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
-    out = [f"<p class=note>{html.escape(VERDICT_NOTE.format(bar=problems_note(n)))}</p>"]
-    if len(partial):
-        busy = ", ".join(f"{r.rule} {r.knob:g} ({r.problems} of {r.of})" for r in partial.itertuples())
-        out.append(f"<p class=note>Still being recorded, left out here: {html.escape(busy)}.</p>")
-    head, at_t0 = headline(whole), greedy(whole)
-    out.append(table_html(shown_rules(head, at_t0)))
-    out.append("<h4>Every setting against lossless</h4>" + table_html(shown_rules(table, at_t0)))
-    for column in [c for c in head.columns if c.startswith("tau_at_p")]:
-        tau = float(head[column].iloc[0])
-        pairs = rule_pairs(whole, tau)
-        if len(pairs):
-            label = f"p_drop {column.removeprefix('tau_at_p')}, tau {tau:.2f}"
-            out.append(f"<h4>Rule against rule at DropMatch's tau ({label}; each rule's nearest setting)</h4>")
-            out.append(table_html(shown_rules(pairs, at_t0)))
-    at = at_anchors(whole, anchors or [])
-    if len(at):
-        out.append("<h4>DropMatch at the calibration's anchors</h4>" + table_html(at))
-    return "".join(out), whole
+    """The verdict's note and tables as HTML (`viz.verdict.verdict_tables`: the headline, DropMatch at a
+    calibration's anchors, every setting against lossless, rule against rule at DropMatch's taus) and the rows they
+    judge, each column's definition on its header; ("", empty) where nothing is scored beside lossless. The report
+    and the Analysis tab show this one composition."""
+    return verdict_tables(part, definition, VERDICT_NOTE, anchors)
 
 
 def _verdict_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+import numpy as np
 import pandas as pd
 
 Z = NormalDist().inv_cdf
@@ -71,6 +72,22 @@ def with_samples(problems: float, samples: int, rho: float) -> float:
     return problems * (1 + (samples - 1) * rho) / samples
 
 
+def design_effect(d, units) -> float:
+    """How much the clustering of paired differences d (one per pair: -1, 0 or 1) inflates the variance of their
+    mean, against independent pairs: the clustered (ratio-estimator) variance over the independent one, with
+    `units` the cluster of each pair (a problem's samples, a template's problems). 1 for pairs that are their own
+    clusters; 1 + (m - 1) rho for clusters of m pairs correlated by rho; NaN where d never varies."""
+    d = pd.Series(np.asarray(d, float))
+    n, units = len(d), np.asarray(units)
+    groups = pd.Series(units).nunique()
+    centred = d - d.mean()
+    independent = (centred**2).sum() / (n * (n - 1)) if n > 1 else 0.0
+    if groups < 2 or independent == 0:
+        return float("nan")
+    clustered = groups / (groups - 1) * (centred.groupby(units).sum() ** 2).sum() / n**2
+    return float(clustered / independent)
+
+
 def intra_problem_correlation(values: pd.DataFrame) -> float:
     """The intra-class correlation of outcomes within a problem (rows: problems, columns: its samples), by one-way
     analysis of variance: (MSB - MSW) / (MSB + (m - 1) MSW); NaN with one sample a problem or no variance."""
@@ -87,18 +104,28 @@ def intra_problem_correlation(values: pd.DataFrame) -> float:
 def plan(
     table: pd.DataFrame, loss: float, rho: dict | None = None, alpha: float = ALPHA, power: float = POWER
 ) -> pd.DataFrame:
-    """Per setting of a verdict table (verdict.against_lossless: problems, pairs, lost, gained), its discordance, the
-    loss its own problems detect at `power`, the power it has against `loss`, and the problems needed to detect `loss`
-    and to show equivalence within it. With several samples a problem (pairs > problems), the discordance is per
-    (problem, sample) pair and each problem counts as m / (1 + (m - 1) rho) independent ones, rho the setting's
-    intra-problem correlation of its paired differences (`rho`: {(rule, knob): rho}; 0 where not given)."""
+    """Per setting of a verdict table (verdict.against_lossless: problems, pairs, lost, gained, and where measured
+    its `design_effect`), its discordance, the loss its own problems detect at `power`, the power it has against
+    `loss`, and the problems needed to detect `loss` and to show equivalence within it. With several samples a
+    problem (pairs > problems), the discordance is per (problem, sample) pair and each problem counts as
+    m / (1 + (m - 1) rho) independent ones, rho the setting's intra-problem correlation of its paired differences
+    (`rho`: {(rule, knob): rho}). Where the table measured a design effect (clusters: a problem's samples, a
+    template's problems) that is used instead: a problem is worth m / design_effect independent outcomes, and rho
+    is the intra-cluster correlation it implies, (design_effect - 1) / (mean cluster size - 1)."""
     rows = []
     for _, r in table.iterrows():
         pairs = r.get("pairs", r["problems"])
         m = pairs / r["problems"]
-        corr = (rho or {}).get((r["rule"], r["knob"]), 0.0) if m > 1 else 0.0
-        corr = 0.0 if corr != corr else max(0.0, corr)  # NaN, or a negative estimate: independent samples
-        effect = m / (1 + (m - 1) * corr)  # independent outcomes a problem is worth
+        deff = r.get("design_effect", float("nan"))
+        if deff == deff:  # measured on the clusters
+            deff = max(1.0, deff)  # a design effect under 1 (clusters that cancel) is read as independent pairs
+            size = pairs / r.get("clusters", r["problems"])  # pairs a cluster holds, on average
+            corr = (deff - 1) / (size - 1) if size > 1 else float("nan")  # the intra-cluster correlation
+        else:
+            corr = (rho or {}).get((r["rule"], r["knob"]), 0.0) if m > 1 else 0.0
+            corr = 0.0 if corr != corr else max(0.0, corr)  # NaN, or a negative estimate: independent samples
+            deff = 1 + (m - 1) * corr
+        effect = m / deff  # independent outcomes a problem is worth
         n, psi = r["problems"] * effect, (r["lost"] + r["gained"]) / pairs
         ok = psi > loss * loss
         rows.append(
@@ -108,6 +135,7 @@ def plan(
                 "problems": r["problems"],
                 "samples": m,
                 "rho": corr,
+                "design_effect": deff,
                 "lost": r["lost"],
                 "gained": r["gained"],
                 "discordance": psi,

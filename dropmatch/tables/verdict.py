@@ -1,13 +1,15 @@
 """The verdict's tables: is a relaxed acceptance worth it? Every rule's task score against lossless and against every
-other rule, problem by problem, and the headline (the fastest setting of each rule that keeps pass@1 within the
-field's bar of lossless).
+other rule, problem by problem, and the headline (per rule, the fastest setting shown to keep the task score within
+the field's bar of lossless, and the fastest whose point estimate does, as a reading only).
 
-Input is a sweep's tidy table with a task score (HumanEval; `dropmatch.lab.sweep.load_sweep`). The field's bar for
-"quality kept" is pass@1 within 2 of HumanEval's 164 problems of exact decoding; on a partial recording the same
-share of the problems run (`BAR_PROBLEMS / BAR_OF`). Intervals are paired bootstrap intervals over problems; tests
-are exact McNemar tests on the discordant problems; where a sampled sweep ran several seeds per problem, the exact
-test keeps a problem's seeds together (`dropmatch.tables.summary.paired_p`), as the interval does. Pure pandas and
-numpy: no model.
+Input is a sweep's tidy table with a task score (HumanEval, the word problems; `dropmatch.lab.sweep.load_sweep`).
+The field's bar for "quality kept" is pass@1 within 2 of HumanEval's 164 problems of exact decoding: a share,
+2/164 = 1.22 points, on any suite (`BAR_PROBLEMS / BAR_OF`). A setting is non-inferior when the one-sided 95% lower
+bound of its difference clears the bar, inferior when the one-sided upper bound is below it, and otherwise the data
+cannot tell. Intervals are paired bootstrap intervals over clusters (a problem with its seeds; a word problem's
+template with its problems, `cluster`); tests are exact sign-flip tests of the clusters' summed differences
+(`dropmatch.tables.summary.paired_p`: McNemar's exact test where each problem is its own cluster), Holm-corrected
+where a table holds several. Pure pandas and numpy: no model.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.criteria import RULES
+from dropmatch.tables.power import design_effect, detectable
 from dropmatch.tables.summary import paired_p
 from dropmatch.tables.tradeoff import (
     at_knob,
@@ -34,6 +37,8 @@ from dropmatch.tables.tradeoff import (
 BAR_PROBLEMS, BAR_OF = 2, 164  # within 2 of HumanEval's 164 problems of exact decoding: the field's bar
 BOOTSTRAP = 10_000  # resamples of the problems for an interval
 REFERENCE_P_DROPS = (0.1, 0.3)  # DropMatch's taus at which every rule's pass@1 is read in the headline
+TAU_TOLERANCE = 0.1  # two rules are compared at matched tau only when both settings lie within this of it
+ONE_SIDED = 0.95  # the level of the lower bound a non-inferiority claim rests on
 
 
 def bar_share() -> float:
@@ -61,6 +66,32 @@ def paired_bootstrap(
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def cluster(prompt_id) -> str:
+    """The unit a problem is not independent within: a generated word problem's template (`rates-03#17` ->
+    `rates-03`); any other problem is its own."""
+    return str(prompt_id).split("#", 1)[0]
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjustment of a table's p-values (the family-wise error rate held at each level): the k-th
+    smallest p times (m - k + 1), made non-decreasing, capped at 1; NaN stays NaN."""
+    p = np.asarray(pvalues, float)
+    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
+    order = np.argsort(p[ok])
+    m = ok.sum()
+    adjusted = np.minimum(1.0, np.maximum.accumulate(p[ok][order] * (m - np.arange(m))))
+    out[np.flatnonzero(ok)[order]] = adjusted
+    return out
+
+
+def non_inferior(lower: float, upper: float, bar: float) -> str:
+    """'yes' when the one-sided lower bound clears the bar (-bar), 'no' when the one-sided upper bound is below it,
+    'cannot tell' otherwise."""
+    if lower > -bar:
+        return "yes"
+    return "no" if upper < -bar else "cannot tell"
 
 
 IN_FLIGHT = 2  # problems a recording may be part-way through (one per worker): a setting this short is still whole
@@ -109,8 +140,11 @@ def scores_by_setting(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _problems(both: pd.DataFrame):
-    """The problem of each row of a paired table (its index's first level), for a bootstrap over problems."""
-    return both.index.get_level_values(0) if both.index.nlevels > 1 else None
+    """The cluster of each row of a paired table (its problem's, `cluster`), for a bootstrap and an exact test that
+    keep a cluster together; None where every row is its own cluster (one seed, no templates)."""
+    ids = both.index.get_level_values(0)
+    units = pd.Index([cluster(i) for i in ids])
+    return units if both.index.nlevels > 1 or units.nunique() < len(units) else None
 
 
 def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
@@ -121,8 +155,10 @@ def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
 
 def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
     """Every setting against lossless on the problems both ran: pass@1, its difference with the paired bootstrap
-    95% interval, problems lost and gained and the exact McNemar p; tau, lambda, cap-out, loops, ties and the
-    cost proxy beside them (setting_points)."""
+    95% interval and one-sided 95% bounds, non-inferiority at the bar (yes / no / cannot tell), problems lost and
+    gained, the exact p and its Holm-corrected value over the table, the smallest loss these problems detect at 80%
+    power (with the clusters' design effect), and the point estimate's reading against the bar (`point_within_bar`,
+    a reading, not a test); tau, lambda, cap-out, loops, ties and the cost proxy beside them (setting_points)."""
     scores, points = scores_by_setting(df), setting_points(df.dropna(subset=["score"]))
     if "lossless" not in scores.columns.get_level_values(0):
         return pd.DataFrame()
@@ -135,7 +171,13 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
         both = pd.concat([base, mine], axis=1, keys=["base", "mine"]).dropna()
         lost = int(((both["base"] == 1) & (both["mine"] == 0)).sum())
         gained = int(((both["base"] == 0) & (both["mine"] == 1)).sum())
-        low, high = paired_bootstrap(both["base"], both["mine"], _problems(both))
+        units = _problems(both)
+        low, high = paired_bootstrap(both["base"], both["mine"], units)
+        lower, upper = paired_bootstrap(both["base"], both["mine"], units, level=2 * ONE_SIDED - 1)
+        d = both["mine"] - both["base"]
+        deff = 1.0 if units is None else design_effect(d, units)
+        psi = (lost + gained) / len(both)
+        deff_ = deff if deff == deff and deff > 1 else 1.0
         out.append(
             {
                 "rule": p["rule"],
@@ -150,10 +192,15 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
                 "score_diff": both["mine"].mean() - both["base"].mean(),
                 "diff_low": low,
                 "diff_high": high,
+                "diff_lower": lower,
+                "non_inferior": non_inferior(lower, upper, bar_share()),
                 "lost": lost,
                 "gained": gained,
-                "mcnemar_p": paired_p(both["base"], both["mine"], _problems(both)),
-                "within_bar": both["mine"].mean() - both["base"].mean() >= -bar_share() - 1e-12,
+                "mcnemar_p": paired_p(both["base"], both["mine"], units),
+                "detectable_loss": detectable(len(both) / deff_, psi) if psi > 0 else 0.0,
+                "clusters": len(both) if units is None else units.nunique(),
+                "design_effect": deff,
+                "point_within_bar": both["mine"].mean() - both["base"].mean() >= -bar_share() - 1e-12,
                 "length_ratio": p["length_ratio"],
                 "capped": p["capped"],
                 "loop": p["loop"],
@@ -161,7 +208,10 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
                 "relaxed_cost_mean": p["relaxed_cost_mean"],
             }
         )
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    if len(table):
+        table.insert(table.columns.get_loc("mcnemar_p") + 1, "holm_p", holm(table["mcnemar_p"]))
+    return table
 
 
 def nearest_settings(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
@@ -173,12 +223,16 @@ def nearest_settings(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
     return points.loc[gap.groupby(points["rule"]).idxmin()].reset_index(drop=True)
 
 
-def rule_pairs(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
-    """Every pair of rules, each at its setting nearest `target_tau`: on the problems both ran, how many the first
-    solves and the second does not (a_only) and the reverse (b_only), with the exact McNemar p."""
+def rule_pairs(df: pd.DataFrame, target_tau: float, tolerance: float = TAU_TOLERANCE) -> pd.DataFrame:
+    """Every pair of rules matched at `target_tau`, each at its setting nearest it, where both lie within `tolerance`
+    of it: on the problems both ran, how many the first solves and the second does not (a_only) and the reverse
+    (b_only), the exact p and its Holm-corrected value over the pairs. Lossless is no rule here (its tau is its
+    own). `unmatched_rules` names the rules whose nearest setting is further off."""
     scores, chosen = scores_by_setting(df), nearest_settings(df, target_tau)
+    chosen = chosen[chosen["method"] != "lossless"] if len(chosen) else chosen
+    matched = chosen[(chosen["tau"] - target_tau).abs() <= tolerance + 1e-12] if len(chosen) else chosen
     out = []
-    for (_, a), (_, b) in itertools.combinations(chosen.iterrows(), 2):
+    for (_, a), (_, b) in itertools.combinations(matched.iterrows(), 2):
         both = pd.concat(
             [_column(scores, a["rule"], a["knob"]), _column(scores, b["rule"], b["knob"])], axis=1, keys=["a", "b"]
         ).dropna()
@@ -201,7 +255,19 @@ def rule_pairs(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
                 "mcnemar_p": paired_p(both["a"], both["b"], _problems(both)),
             }
         )
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    if len(table):
+        table["holm_p"] = holm(table["mcnemar_p"])
+    return table
+
+
+def unmatched_rules(df: pd.DataFrame, target_tau: float, tolerance: float = TAU_TOLERANCE) -> pd.DataFrame:
+    """The rules left out of `rule_pairs` at `target_tau`: their nearest setting's tau lies beyond `tolerance`."""
+    chosen = nearest_settings(df, target_tau)
+    if chosen.empty:
+        return chosen
+    chosen = chosen[chosen["method"] != "lossless"]
+    return chosen.loc[(chosen["tau"] - target_tau).abs() > tolerance + 1e-12, ["rule", "knob", "tau"]]
 
 
 def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, str]:
@@ -219,7 +285,9 @@ def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, st
 
 
 def headline(df: pd.DataFrame, p_drops=REFERENCE_P_DROPS) -> pd.DataFrame:
-    """Per rule: the largest measured tau whose pass@1 stays within the bar of lossless (on the same problems), and
+    """Per rule: the largest measured tau shown non-inferior at the bar (its one-sided 95% lower bound clears it;
+    NaN where no setting is shown so), the largest whose point estimate lies within the bar (a reading only: at the
+    discordance seen a setting that loses nothing and one that loses more than the bar can both land there), and
     the rule's pass@1 at DropMatch's tau at each reference p_drop (js+majority, K and gamma at the centre)."""
     table = against_lossless(df)
     if table.empty:
@@ -229,17 +297,21 @@ def headline(df: pd.DataFrame, p_drops=REFERENCE_P_DROPS) -> pd.DataFrame:
     taus = {p: dm.loc[np.isclose(dm["knob"], p), "tau"] for p in p_drops}
     taus = {p: float(t.iloc[0]) for p, t in taus.items() if len(t)}
     lossless = points[points["method"] == "lossless"].iloc[0]
-    out = [{"rule": "lossless", "family": "", "settings": 1, "best_tau_within_bar": lossless["tau"], "knob": None}]
+    out = [{"rule": "lossless", "family": "", "settings": 1, "best_tau_non_inferior": lossless["tau"]}]
+    out[0] |= {"knob": None, "best_tau_point_within_bar": lossless["tau"], "knob_point": None}
     out[0] |= {f"score_at_p{p:g}": lossless["score"] for p in taus} | {"score_lossless": lossless["score"]}
     for rule, rows in table.groupby("rule", sort=False):
-        kept = rows[rows["within_bar"]]
-        best = kept.loc[kept["tau"].idxmax()] if len(kept) else None
+        shown, point = rows[rows["non_inferior"] == "yes"], rows[rows["point_within_bar"]]
+        best = shown.loc[shown["tau"].idxmax()] if len(shown) else None
+        best_point = point.loc[point["tau"].idxmax()] if len(point) else None
         row = {
             "rule": rule,
             "family": rows["family"].iloc[0],
             "settings": len(rows),
-            "best_tau_within_bar": best["tau"] if best is not None else float("nan"),
+            "best_tau_non_inferior": best["tau"] if best is not None else float("nan"),
             "knob": best["knob"] if best is not None else None,
+            "best_tau_point_within_bar": best_point["tau"] if best_point is not None else float("nan"),
+            "knob_point": best_point["knob"] if best_point is not None else None,
             "score_lossless": rows["score_lossless"].iloc[0],
         }
         curve = points[points["rule"] == rule]

@@ -73,7 +73,7 @@ def test_the_plan_of_the_recorded_verdict_reads_each_settings_discordance(capsys
     """assets/verdict: DropMatch at p_drop 0.3 lost 16 problems and gained 14 of 164, the numbers above."""
     assert main(["power", "--from", "assets/verdict", "--loss", "2/164"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "js+majority  0.30" in line)
-    assert row.split()[6:8] == ["16", "14"] and "9651.7639" in row
+    assert row.split()[7:9] == ["16", "14"] and "9651.7639" in row
 
 
 def test_the_intra_problem_correlation_of_handmade_tables():

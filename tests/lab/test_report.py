@@ -11,12 +11,13 @@ import pytest
 
 from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN
-from dropmatch.lab.report import render, table_html, write_outputs, write_report
+from dropmatch.lab.report import VERDICT_NOTE, definition, render, table_html, write_outputs, write_report
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.tables.summary import per_category, summary
 from dropmatch.tables.tradeoff import centre, held, matched_table
 from dropmatch.tables.verdict import against_lossless, greedy, shown_rules
 from viz.sweep import FIGURES, label, relevant
+from viz.verdict import verdict_tables
 
 RECORDED = Path(__file__).parents[1] / "data" / "sweep_small"
 
@@ -155,8 +156,8 @@ def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
 
 
 def test_the_report_renders_the_tables_the_tables_modules_compute(table):
-    """report.py computes no table: each one in the HTML is table_html of what tables.summary, tables.tradeoff and claims
-    return for the same rows."""
+    """report.py computes no table: each one in the HTML is table_html of what tables.summary, tables.tradeoff and
+    claims return for the same rows, and the verdict is the app's own composition of it."""
     page = render(table, {})
     assert table_html(paper_comparison(table)) in page
     for _, part in table.groupby("suite"):
@@ -166,7 +167,8 @@ def test_the_report_renders_the_tables_the_tables_modules_compute(table):
     part = relatives[relatives["suite"] == "humaneval"]
     page = render(part, {})
     shown = shown_rules(against_lossless(part), greedy(part))  # EARS, typical, MARS: "(greedy reading)"
-    assert len(shown) and table_html(shown) in page  # in the verdict, once
+    verdict, _ = verdict_tables(part, definition, VERDICT_NOTE)  # the app's composition, in plain words
+    assert len(shown) and verdict in page and "typical (greedy reading)" in verdict  # in the verdict, once
     assert page.count("Task score against lossless") == 0 and page.count("Every setting against lossless") == 1
     assert len(matched_table(part)) and table_html(matched_table(part)) in page
 

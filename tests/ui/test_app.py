@@ -330,7 +330,8 @@ def test_the_maps_recolour_by_any_rule_and_the_panel_follows(api_traces, view):
 def test_the_recorded_verdict_shows_its_tables_curves_kinds_and_anchors():
     folder, suite, part = analysis.recorded_table("verdict/humaneval")
     c = analysis.content(part)
-    assert "best_tau_within_bar" in c["verdict"] and "diff_low" in c["verdict"] and "a_only" in c["verdict"]
+    assert "best_tau_non_inferior" in c["verdict"] and "non_inferior" in c["verdict"]
+    assert "diff_low" in c["verdict"] and "a_only" in c["verdict"]
     assert "DropMatch at the calibration's anchors" in c["verdict"]  # assets/calibration/humaneval.json
     assert c["score_curves"] is not None and c["kinds"] is not None
 
