@@ -36,9 +36,12 @@ VERSION = 1  # bump when a template changes: recorded sweeps of another version 
 TEMPLATES: tuple[Template, ...] = tuple(
     t for m in (rates, fractions_, percentages, ages, money, time_, units, geometry, counting) for t in m.TEMPLATES
 )
+# Chosen on the suite's first 24 problems (lossless, 256 tokens): asked for "a few short steps", the embedded coder
+# pair wrote Python and made up its output (25% solved, 241 tokens a cell, 17 of 24 cut at 256); asked for bare
+# calculations, it skipped the reasoning (8-13%, 30-66 tokens); this wording: 46% solved, 147 tokens, 1 cut.
 INSTRUCTION = (
-    "Solve this math word problem. Reason in a few short steps, then give the final answer on its own last line "
-    'as "Answer: <number>".'
+    "Solve this math word problem. Do not write code. Explain each step in one short sentence with its calculation, "
+    'then write the final line "Answer: <number>".'
 )
 MAX_TRIES = 1000  # draws of one problem before a template is declared unable to make it
 
