@@ -16,7 +16,7 @@ import re
 import tokenize
 
 CODE_KINDS = ("whitespace", "punctuation", "keyword", "identifier", "number", "string", "comment")
-PROSE_KINDS = ("word", "punctuation", "whitespace")
+PROSE_KINDS = ("word", "number", "punctuation", "whitespace")
 KINDS = tuple(dict.fromkeys(CODE_KINDS + PROSE_KINDS))
 LABELS = {
     "whitespace": "whitespace and indentation",
@@ -28,7 +28,6 @@ LABELS = {
     "comment": "comment text",
     "word": "words",
 }
-SEMANTIC = ("identifier", "number")  # the kinds whose change alters what a program computes, not how it reads
 _PYTHON = {
     tokenize.NUMBER: "number",
     tokenize.STRING: "string",
@@ -49,7 +48,9 @@ def text_kind(text: str, code: bool = True) -> str:
     visible = text.strip()
     if not visible:
         return "whitespace"
-    if not code:
+    if not code:  # prose: a digit without a letter is a number (a relaxed digit changes a word problem's answer)
+        if re.search(r"\d", visible) and not re.search(r"[^\W\d_]", visible):
+            return "number"
         return "word" if _WORD.search(visible) else "punctuation"
     if re.fullmatch(r"\d[\d_]*(\.\d*)?([eE][-+]?\d+)?j?|\.\d+", visible):
         return "number"

@@ -206,7 +206,8 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
 
 def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
     """Rules x token kinds: the share of each setting's relaxed acceptances in each kind (a row sums to 1), the
-    mean cost of that kind's relaxations on hover (`dropmatch.lab.relaxations.kinds_table`)."""
+    mean cost of that kind's relaxations on hover, and where the table has them, the problems lost that part from
+    lossless first at that kind (`dropmatch.lab.relaxations.kinds_table`)."""
     title = "Where each rule relaxes: its relaxed acceptances by token kind"
     if kinds.empty:
         return message_figure("no relaxed acceptance recorded here (older sweeps did not keep them)", title, HEIGHT)
@@ -219,13 +220,20 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
     ]
     share = kinds[[f"share {k}" for k in names]].to_numpy(float)
     cost = kinds[[f"cost {k}" for k in names]].to_numpy(float)
+    lost = kinds.reindex(columns=["lost", *(f"lost at {k}" for k in names)])
+
+    def first(i: int, k: str) -> str:
+        n, at = lost["lost"].iloc[i], lost[f"lost at {k}"].iloc[i]
+        return f"<br>{at:.0f} of {n:.0f} problems lost part from lossless first here" if n == n and at == at else ""
+
     hover = [
         [
             f"<b>{row}</b><br>{LABELS.get(k, k)}: {s:.0%} of {n} relaxed acceptances"
             + (f"<br>mean cost {c:.2f} nats (a proxy)" if c == c else "")
+            + first(i, k)
             for k, s, c in zip(names, srow, crow)
         ]
-        for row, n, srow, crow in zip(rows, kinds["relaxed"], share, cost)
+        for i, (row, n, srow, crow) in enumerate(zip(rows, kinds["relaxed"], share, cost))
     ]
     fig = go.Figure(
         go.Heatmap(

@@ -6,10 +6,11 @@ and cost (`metrics.relaxed_tokens`). HumanEval's are classed in the program the 
 completion cut at its stop sequence; later relaxations were never scored and are left out) by Python's tokenizer;
 other suites' code prompts by their text as code, prose by words and punctuation (`dropmatch.token_kinds`).
 
-A lost problem (lossless passes, the setting fails) "went wrong at" the first line of its completion that differs
-from lossless's passing one: nothing above that line can hold the fault. The table counts the lost problems whose
-first relaxed identifier or number lies on or above that line, the relaxations that change what a program computes
-rather than how it is spelled.
+A lost problem (lossless passes, the setting fails) went wrong at the first token where its output parts from
+lossless's: at T = 0 everything before it is lossless's own output, so that token is where the fault starts. The
+table classes each lost problem by that token: the kind of the relaxed acceptance there (an identifier, a number,
+a comment...), a tie (the draft tied the target's top-1 at bf16), or none (the target itself chose otherwise:
+a near-tie the batch or the CPU moved). A relaxed token later on the same line does not count.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from __future__ import annotations
 import pandas as pd
 
 from dropmatch.lab.suites import HUMANEVAL, humaneval_problems, truncate_completion
+from dropmatch.metrics import divergence
 from dropmatch.tables.summary import paired
 from dropmatch.tables.tradeoff import compared_rows, knob_of, rule_name
-from dropmatch.token_kinds import CODE_KINDS, KINDS, SEMANTIC, code_kinds, text_kind
+from dropmatch.token_kinds import CODE_KINDS, KINDS, code_kinds, text_kind
 
 COLUMNS = ["suite", "rule", "knob", "prompt_id", "seed", "category", "index", "line", "text", "reason", "kind", "cost"]
 
@@ -65,32 +67,47 @@ def relaxations(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def first_changed_line(text: str, baseline: str) -> int:
-    """The first line (0-based) where two completions differ; one past the shorter when one extends the other."""
-    a, b = text.splitlines(), baseline.splitlines()
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+TIE, NOT_RELAXED = "tie", "not relaxed"  # a lost problem's first differing token: a tie, or no acceptance of a rule
 
 
-def _lost_started_by_semantic(setting: pd.DataFrame, base: pd.DataFrame, found: pd.DataFrame) -> tuple[int, int]:
-    """(lost problems, those whose first relaxed identifier or number sits on or above the first changed line); a
-    sampled sweep counts each (problem, seed) pair, the seed's output against lossless's of the same seed."""
+def first_divergence(ids: str, base_ids: str, reasons: str, relaxed_kinds: dict[int, str]) -> str | None:
+    """What the first token where a greedy output parts from lossless's was (None where they never part): the kind
+    of the relaxed acceptance emitted there (`relaxed_kinds`: emitted index -> kind), TIE, or NOT_RELAXED. The
+    arguments are a sweep row's space-joined output ids and reasons."""
+    first, _ = divergence(str(ids).split(), str(base_ids).split())
+    if first is None:
+        return None
+    if first in relaxed_kinds:
+        return relaxed_kinds[first]
+    said = str(reasons).split()
+    return TIE if first < len(said) and said[first] == TIE else NOT_RELAXED
+
+
+def _lost_by_first_divergence(setting: pd.DataFrame, base: pd.DataFrame, found: pd.DataFrame) -> dict[str, int]:
+    """{"lost": problems lost, class: how many of them part from lossless first at a token of that class}; a
+    sampled sweep counts each (problem, seed) pair, against lossless's output of the same seed."""
     pairs, _, _ = paired(base, setting)
     on = [c for c in ("prompt_id", "seed") if c in pairs]
     lost = pairs.loc[(pairs["score"] == 1) & (pairs["score_other"] == 0), on]
-    texts, base_texts = (s.set_index(on)["text"].map(lambda t: truncate_completion(str(t))) for s in (setting, base))
-    first_semantic = found[found["kind"].isin(SEMANTIC)].groupby(on, dropna=False)["line"].min()
-    started = 0
+    mine, theirs = setting.set_index(on), base.set_index(on)
+    kinds = {  # a group's key is a tuple, one value a column; a lost problem's key is its prompt alone where no seed
+        (key if len(on) > 1 else key[0]): dict(zip(part["index"], part["kind"]))
+        for key, part in found.groupby(on, dropna=False)
+    }
+    out = {"lost": len(lost)}
     for key in lost.itertuples(index=False, name=None):
         key = key if len(on) > 1 else key[0]
-        if key in first_semantic.index and first_semantic[key] <= first_changed_line(texts[key], base_texts[key]):
-            started += 1
-    return len(lost), started
+        row = mine.loc[key]
+        cls = first_divergence(row["output_ids"], theirs.loc[key, "output_ids"], row["reasons"], kinds.get(key, {}))
+        if cls is not None:
+            out[cls] = out.get(cls, 0) + 1
+    return out
 
 
 def kinds_table(df: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per setting (suite, rule, knob): relaxed acceptances, the share and the mean cost (nats, a proxy) of each
-    token kind, and for a scored suite the problems lost against lossless and how many of them began with a
-    relaxed identifier or number."""
+    token kind, and for a scored suite the problems lost against lossless, and how many of them part from lossless
+    first at a relaxed token of each kind, at a tie, or where no rule relaxed ("lost at <class>")."""
     found = relaxations(df) if found is None else found
     if found.empty:
         return pd.DataFrame()
@@ -107,6 +124,8 @@ def kinds_table(df: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataF
         mine = rows[(rows["suite"] == suite) & (rows["rule"] == rule) & (rows["knob"] == knob)]
         base = rows[(rows["suite"] == suite) & (rows["method"] == "lossless")]
         if mine["score"].notna().any() and len(base):
-            row["lost"], row["lost_semantic_first"] = _lost_started_by_semantic(mine, base, part)
+            lost = _lost_by_first_divergence(mine, base, part)
+            row["lost"] = lost.pop("lost")
+            row |= {f"lost at {c}": lost.get(c, 0) for c in (*kinds, TIE, NOT_RELAXED)}
         out.append(row)
     return pd.DataFrame(out)

@@ -157,8 +157,6 @@ COLUMN_DEFINITIONS = (
         "a_only": "problems rule_a solves and rule_b does not",
         "b_only": "problems rule_b solves and rule_a does not",
         "relaxed": "relaxed acceptances inside the scored outputs (ties excluded)",
-        "lost_semantic_first": "problems lost against lossless whose first relaxed identifier or number sits on or "
-        "above the first line that differs from lossless's passing completion",
         "anchor": "a calibration anchor (python -m dropmatch calibrate): unanimity, the paper's effect, its JS spread",
         "of": "problems the most complete rule has run: the setting is still being recorded",
     }
@@ -170,6 +168,8 @@ PATTERNS = {  # definitions of columns named by a value: "score_at_p0.3", "share
     "basis_p": "how the rule's pass@1 at DropMatch's tau was found",
     "share ": "share of the setting's relaxed acceptances of this token kind",
     "cost ": "mean cost of the relaxed acceptances of this token kind, nats (log p(target top-1) - log p(d)); a proxy",
+    "lost at ": "problems lost against lossless whose output first parts from lossless's at a token of this class: "
+    "a relaxed acceptance of that kind, a tie, or none of the rule's (the target chose otherwise)",
 }
 
 
@@ -177,7 +177,7 @@ def definition(column: str) -> str | None:
     """A column's definition; a per-category column such as "dropmatch tau" takes its metric's."""
     words = str(column).split()
     pattern = next((about for prefix, about in PATTERNS.items() if str(column).startswith(prefix)), None)
-    if pattern and str(column).startswith(("share ", "cost ")):
+    if pattern and str(column).startswith(("share ", "cost ", "lost at ")):
         pattern += f" ({KIND_LABELS.get(words[-1], words[-1])})"
     return COLUMN_DEFINITIONS.get(column) or pattern or (COLUMN_DEFINITIONS.get(words[-1]) if words else None)
 
