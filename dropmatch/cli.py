@@ -51,7 +51,7 @@ from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tables import power
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import against_lossless, scores_by_setting
+from dropmatch.tables.verdict import against_lossless
 
 
 class _Parser(argparse.ArgumentParser):
@@ -539,30 +539,6 @@ def _cmd_matched(args) -> int:
     return 0
 
 
-def _share(text: str) -> float:
-    """A share of problems: a decimal (0.0122) or a count over a total (2/164)."""
-    try:
-        top, _, bottom = text.partition("/")
-        value = float(top) / float(bottom) if bottom else float(top)
-    except (ValueError, ZeroDivisionError):
-        value = float("nan")
-    if not 0 < value < 1:
-        raise ValueError(f"expected a share between 0 and 1, as 0.0122 or 2/164; got {text!r}")
-    return value
-
-
-def _paired_rho(df: pd.DataFrame) -> dict:
-    """Each setting's intra-problem correlation of its differences from lossless, over a sampled sweep's seeds
-    ({(rule, knob): rho}; empty with one sample a problem)."""
-    scores = scores_by_setting(df)
-    if scores.index.nlevels < 2:
-        return {}
-    scores = scores.dropna(axis=1, how="all")  # the pivot's (rule, knob) pairs that never ran
-    base = next(c for c in scores.columns if c[0] == "lossless")
-    diffs = scores.sub(scores[base], axis=0)
-    return {c: power.intra_problem_correlation(diffs[c].unstack().dropna()) for c in scores.columns if c != base}
-
-
 def _cmd_power(args) -> int:
     """Problems needed to detect a loss (and to show equivalence within it), from a typed discordance or per setting
     of a recorded verdict."""
@@ -574,7 +550,7 @@ def _cmd_power(args) -> int:
         table = against_lossless(part)
         if table.empty:
             raise ValueError(f"{args.source} holds no scored {args.suite} cells beside lossless")
-        out = power.plan(table, args.loss, _paired_rho(part))
+        out = power.plan(table, args.loss)  # each setting's clusters (seeds, templates) via its design effect
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(out.round(4).to_string(index=False))
         print(
@@ -582,17 +558,17 @@ def _cmd_power(args) -> int:
             "detectable_loss: the smallest loss the setting's own problems detect"
         )
         return 0
-    n = power.problems_to_detect(args.psi, args.loss)
+    got = power.typed_plan(args.psi, args.loss, args.samples, args.rho, args.problems)
     print(f"discordance {args.psi:.4f}, loss {args.loss:.4f} (two-sided 5%, 80% power, normal approximation):")
-    print(f"  problems to detect the loss: {math.ceil(n):,}")
+    print(f"  problems to detect the loss: {math.ceil(got['problems_to_detect']):,}")
     print(f"  problems to show equivalence within it (two one-sided tests): "
-          f"{math.ceil(power.problems_for_equivalence(args.psi, args.loss)):,}")  # fmt: skip
+          f"{math.ceil(got['problems_for_equivalence']):,}")  # fmt: skip
     if args.samples > 1:
         print(f"  with {args.samples} samples a problem (intra-problem correlation {args.rho}): "
-              f"{math.ceil(power.with_samples(n, args.samples, args.rho)):,} problems")  # fmt: skip
+              f"{math.ceil(got['problems_with_samples']):,} problems")  # fmt: skip
     if args.problems:
-        print(f"  at {args.problems} problems: power {power.power_at(args.problems, args.psi, args.loss):.1%}, "
-              f"smallest detectable loss {power.detectable(args.problems, args.psi):.4f}")  # fmt: skip
+        print(f"  at {args.problems} problems: power {got['power_at_loss']:.1%}, "
+              f"smallest detectable loss {got['detectable_loss']:.4f}")  # fmt: skip
     return 0
 
 
@@ -857,8 +833,10 @@ def _add_analysis(sub) -> None:
     m.add_argument("--suite", default="mini_spec_bench", help="which suite of the sweep (default mini_spec_bench)")
     m.set_defaults(func=_cmd_matched)
     w = sub.add_parser("power", help="problems needed to detect a loss in pass rate, or to show equivalence within it")
-    w.add_argument("--loss", type=_arg(_share), required=True, help="the loss to detect: 0.0122 or 2/164")
-    w.add_argument("--psi", type=_arg(_share), help="the discordant share of problems (lost + gained over all)")
+    w.add_argument("--loss", type=_arg(power.parse_share), required=True, help="the loss to detect: 0.0122 or 2/164")
+    w.add_argument(
+        "--psi", type=_arg(power.parse_share), help="the discordant share of problems (lost + gained over all)"
+    )
     w.add_argument("--from", dest="source", help="a recorded sweep: every setting's own discordance against lossless")
     w.add_argument("--suite", default="humaneval", help="which suite of the sweep (default humaneval)")
     w.add_argument("--problems", type=_positive, help="with --psi: the power and detectable loss at this many")

@@ -29,6 +29,7 @@ from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.report import VERDICT_NOTE, definition, table_html
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.models import check_heads
+from dropmatch.tables.power import parse_share, typed_plan
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import MEASURES, matched_table
 from dropmatch.tables.verdict import judged
@@ -58,7 +59,7 @@ from ui.common import (
 from viz.calibration import dims_figure, size_figure, unanimity_curve
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.tables import word_table
-from viz.verdict import kinds_heatmap, score_curves, verdict_tables
+from viz.verdict import kinds_heatmap, power_tables, score_curves, verdict_tables
 
 # The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, and the
 # verdict (every rule as a curve on all of HumanEval, recorded in parts), and the verdict sampled at T 0.7.
@@ -76,7 +77,9 @@ RECORDED_LABELS = {
 }
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size
-VERDICT_PARTS = ("verdict", "score_curves", "kinds")  # the verdict's tables, its curves, where relaxation happens
+VERDICT_PARTS = ("verdict", "score_curves", "kinds", "power")  # its tables, curves, where relaxation happens, power
+PLAN_INPUTS = ("source", "loss", "psi", "samples", "rho")  # the power planner's: the sweep shown and what is typed
+DEFAULT_LOSS = "2/164"  # the field's bar, as the loss a verdict should be able to see
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
 # "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
@@ -147,6 +150,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
         "verdict": verdict,
         "score_curves": score_curves(whole) if verdict else None,
         "kinds": kinds_heatmap(kinds) if len(kinds) else None,
+        "power": power_tables(full, definition, parse_share(DEFAULT_LOSS)) if scored else "",
         "summary": table_html(summary(full).drop(columns=["suite"])) if len(full) else "",
     }
 
@@ -164,6 +168,7 @@ def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str] | None, 
             "matched": c["matched"],
             "measure": gr.Dropdown(**c["measure"]),
             "verdict": gr.HTML(c["verdict"], visible=bool(c["verdict"])),
+            "power": c["power"],
             "summary": c["summary"],
             "files": files,
             "source": source,
@@ -191,6 +196,27 @@ def redraw_tradeoff(source, measure: str):
     folder, suite = source
     df = judged(load_sweep(folder).query("suite == @suite"))
     return gr.Plot(value=tradeoff(df, measure), visible=True)
+
+
+def plan_power(source, loss, psi, samples, rho) -> str:
+    """The power planner: for the sweep shown (`source`), each setting's plan against the loss typed; with a
+    discordance typed (a pilot's, "30/164" or 0.183), its own plan too, with `samples` a problem at correlation
+    `rho`."""
+    with user_errors():
+        share = parse_share(loss)
+        m = 1 if samples is None else int(samples)
+        r = 0.0 if rho is None else float(rho)
+        if m < 1 or not 0 <= r <= 1:
+            raise ValueError(f"samples a problem must be at least 1 and the correlation between 0 and 1; got {m}, {r}")
+        typed = typed_plan(parse_share(psi), share, m, r) if str(psi or "").strip() else None
+        df = pd.DataFrame()
+        if source:
+            folder, suite = source
+            df = load_sweep(folder).query("suite == @suite")
+        shown = power_tables(df, definition, share, typed)
+    if not shown:
+        raise UserError("Open a scored sweep (HumanEval, the word problems) or type a discordance to plan for.")
+    return shown
 
 
 def calibration(choice: str | None) -> dict | None:
@@ -355,6 +381,19 @@ def _verdict_parts(first: dict) -> dict:
             a[name] = gr.Plot(
                 first[name], visible=first[name] is not None, show_label=False, min_width=340, elem_id=f"lab-{name}"
             )
+    with gr.Accordion("How many problems would settle it? The power planner", open=False, elem_id="lab-power-box"):
+        gr.Markdown(
+            "A paired test can only see a loss larger than the problems' discordance allows. For the sweep shown: "
+            "each setting's smallest detectable loss, its power against the loss below, and the problems it would "
+            "need. Type a pilot's discordance (lost + gained over problems) to plan a new recording."
+        )
+        with gr.Row():
+            a["loss"] = gr.Textbox(DEFAULT_LOSS, label="loss to detect", info="a share: 2/164 or 0.0122", min_width=140)
+            a["psi"] = gr.Textbox("", label="discordance (optional)", info="e.g. 30/164", min_width=140)
+            a["samples"] = gr.Number(1, label="samples a problem", precision=0, minimum=1, min_width=120)
+            a["rho"] = gr.Number(0.12, label="intra-problem correlation", minimum=0, maximum=1, min_width=120)
+            a["plan"] = gr.Button("Plan", elem_id="lab-plan", min_width=100)
+        a["power"] = gr.HTML(first["power"], elem_id="lab-power")
     return a
 
 
@@ -432,10 +471,11 @@ def layout() -> Parts:
 
 def wire(a: Parts) -> None:
     """The tab's events: /open_sweep (a recorded suite), /sweep (a live sweep, streamed; Stop ends it), the
-    trade-off measure, and the calibration of the suite shown."""
+    trade-off measure, /plan_power (the power planner), and the calibration of the suite shown."""
     a["suite"].input(bind(open_recorded_sweep, a), a["suite"], pick(a, SWEEP_WIRING), api_name="open_sweep")
     a["suite"].input(calibration_views, a["suite"], pick(a, ("unanimity", "dims")), api_visibility="private")
     a["measure"].input(redraw_tradeoff, pick(a, ("source", "measure")), a["tradeoff"], api_visibility="private")
+    a["plan"].click(plan_power, pick(a, PLAN_INPUTS), a["power"], api_name="plan_power")
     a["run"].click(
         sweep_handler(a),
         pick(a, LIVE_INPUTS),

@@ -8,12 +8,14 @@ Pure functions from a sweep's tidy table (or the token-kind table built from it)
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from dropmatch.tables.power import plan
 from dropmatch.tables.tradeoff import setting_points
 from dropmatch.tables.verdict import (
     TAU_TOLERANCE,
@@ -71,6 +73,14 @@ WORDS = {
     "a_only": "solved by A only",
     "b_only": "solved by B only",
     "basis": "how it was read",
+    "discordance": "discordant share",
+    "power_at_loss": "power against the loss",
+    "problems_to_detect": "problems to detect the loss",
+    "problems_for_equivalence": "problems to show equivalence",
+    "problems_with_samples": "problems, with these samples each",
+    "loss": "loss to detect",
+    "samples": "samples a problem",
+    "rho": "intra-problem correlation",
 }
 PATTERNS = {  # columns named by a p_drop: "score_at_p0.3"
     "score_at_p": "pass@1 at DropMatch's τ, p_drop {}",
@@ -202,6 +212,37 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h", "y": -0.2, "x": 0},
         meta={"band": [low, high]},
     )
+
+
+PLAN_COLUMNS = ["rule", "knob", "problems", "lost", "gained", "discordance", "design_effect", "detectable_loss"]
+PLAN_COLUMNS += ["power_at_loss", "problems_to_detect", "problems_for_equivalence"]
+
+
+def power_tables(part: pd.DataFrame, about: Callable[[str], str | None], loss: float, typed: dict | None = None) -> str:
+    """The power planner as the app shows it: for the sweep shown, per setting its discordance, the smallest loss its
+    own problems detect at 80% power, its power against `loss`, and the problems needed to detect `loss` or to show
+    equivalence within it (`dropmatch.tables.power.plan`, clusters through their design effect); `typed`: the plan for
+    a discordance typed in (`power.typed_plan`), shown first. Empty where there is nothing to plan."""
+
+    def counted(df: pd.DataFrame) -> pd.DataFrame:  # problems needed: whole problems, rounded up, with separators
+        needed = [c for c in df.columns if c.startswith("problems_")]
+        return df.assign(**{c: [f"{math.ceil(v):,}" if v == v else "" for v in df[c]] for c in needed})
+
+    out = []
+    if typed:
+        out.append("<h4>For the discordance typed in</h4>" + _table(counted(pd.DataFrame([typed])), about))
+    whole, _ = complete(part) if len(part) and part["score"].notna().any() else (part.iloc[0:0], None)
+    table = against_lossless(whole) if len(whole) else pd.DataFrame()
+    if len(table):
+        planned = plan(table, loss)
+        planned = counted(shown_rules(planned, greedy(whole))[PLAN_COLUMNS])
+        note = (
+            f"Against a loss of {loss:.2%} of pass@1 ({loss * 164:.1f} of 164 problems), two-sided 5%, 80% power, "
+            "each setting at its own discordance with lossless (normal approximation of the paired test; the exact "
+            "test needs a little more)."
+        )
+        out.append(f"<h4>For the sweep shown</h4><p class=note>{html.escape(note)}</p>" + _table(planned, about))
+    return "".join(out)
 
 
 def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:

@@ -119,6 +119,17 @@ COLUMN_DEFINITIONS = (
         "one-sided 95% upper bound lies below it; cannot tell: the interval straddles it",
         "detectable_loss": "the smallest loss of pass@1 these problems detect at 80% power with a two-sided 5% test, "
         "at this setting's discordance (the power planner; clusters count through their design effect)",
+        "discordance": "share of the paired outcomes where exactly one of the two passes: (lost + gained) / pairs",
+        "power_at_loss": "the chance the paired test at two-sided 5% finds the loss asked about, on these problems",
+        "problems_to_detect": "problems the paired test needs to find the loss asked about at 80% power (two-sided "
+        "5%), at this discordance: [z.975 sqrt(psi) + z.8 sqrt(psi - d^2)]^2 / d^2, times the design effect",
+        "problems_for_equivalence": "problems two one-sided tests need to show the difference within the loss asked "
+        "about, at 80% power, when it is 0: (z.95 + z.9)^2 psi / d^2, times the design effect",
+        "problems_with_samples": "problems needed with this many samples a problem: each is worth m / (1 + (m - 1) "
+        "rho) independent ones",
+        "loss": "the loss of pass@1 to detect, as a share (0.0122 = 2 of 164 problems)",
+        "samples": "samples (seeds) a problem at T > 0",
+        "rho": "the intra-problem (or intra-template) correlation of the paired differences",
         "clusters": "independent units the interval and the test resample: problems, or a word problem's templates",
         "design_effect": "how much clustering inflates the variance of score_diff against independent problems "
         "(1: none)",

@@ -148,6 +148,33 @@ def plan(
     return pd.DataFrame(rows)
 
 
+def parse_share(text: str) -> float:
+    """A share of problems as typed: a decimal (0.0122) or a count over a total (2/164)."""
+    try:
+        top, _, bottom = str(text).partition("/")
+        value = float(top) / float(bottom) if bottom else float(top)
+    except (ValueError, ZeroDivisionError):
+        value = float("nan")
+    if not 0 < value < 1:
+        raise ValueError(f"expected a share between 0 and 1, as 0.0122 or 2/164; got {text!r}")
+    return value
+
+
+def typed_plan(psi: float, loss: float, samples: int = 1, rho: float = 0.0, problems: int | None = None) -> dict:
+    """The plan for a discordance typed in (a pilot's): problems to detect `loss` at 80% power (and with `samples` a
+    problem at intra-problem correlation rho), problems to show equivalence within it, and at `problems` the power
+    and the smallest detectable loss."""
+    n = problems_to_detect(psi, loss)
+    out = {"discordance": psi, "loss": loss, "problems_to_detect": n}
+    out["problems_for_equivalence"] = problems_for_equivalence(psi, loss)
+    if samples > 1:
+        out |= {"samples": samples, "rho": rho, "problems_with_samples": with_samples(n, samples, rho)}
+    if problems:
+        out |= {"problems": problems, "power_at_loss": power_at(problems, psi, loss)}
+        out["detectable_loss"] = detectable(problems, psi)
+    return out
+
+
 def _check(psi: float, d: float) -> None:
     if not 0 < psi <= 1:
         raise ValueError(f"the discordant share must be in (0, 1]; got {psi}")

@@ -7,6 +7,7 @@ analysis.SWEEP_OUTPUTS, analysis.LIVE_OUTPUTS), a handler's {component: value} d
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import gradio as gr
@@ -245,6 +246,7 @@ def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
         "verdict",
         "score_curves",
         "kinds",
+        "power",
         "summary",
         "files",
     )  # the order clients rely on
@@ -325,6 +327,28 @@ def test_the_maps_recolour_by_any_rule_and_the_panel_follows(api_traces, view):
     assert "accept / reject per round" in own["map_DropMatch"].layout.title.text
     with pytest.raises(gr.Error, match="epsilon must lie"):
         compare.recolour(view, traces, "typical", 7, picked)
+
+
+def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client):
+    """The recorded verdict at the bar (2/164): DropMatch 0.3 lost 16 and gained 14 of 164, so it needs 9,652
+    problems to see the loss; a typed pilot's 30/164 gives the same; bad input is one clear message."""
+    over_http = client.predict("2/164", "30/164", 1, 0.12, api_name="/plan_power")  # beside the page's first sweep
+    assert "For the discordance typed in" in over_http and ">9,652<" in over_http
+    source = [str(analysis.RECORDED["verdict"]), "humaneval"]
+    shown = analysis.plan_power(source, "2/164", "30/164", 1, 0.12)
+    typed_part, sweep_part = shown.split("For the sweep shown")
+    assert ">9,652<" in typed_part
+    dm = next(r for r in re.findall(r"<tr>.*?</tr>", sweep_part) if ">DropMatch js+majority<" in r and ">0.3<" in r)
+    assert ">16<" in dm and ">14<" in dm and ">9,652<" in dm  # its own 16 lost, 14 gained
+    assert 'title="problems_to_detect: ' in shown  # the definition one hover away
+    typed = analysis.plan_power(None, "2/164", "30/164", 4, 0.12)
+    assert "For the sweep shown" not in typed and "problems, with these samples each" in typed
+    with pytest.raises(gr.Error, match="a share between 0 and 1"):
+        analysis.plan_power(source, "2", "", 1, 0.12)
+    with pytest.raises(gr.Error, match="samples a problem must be at least 1"):
+        analysis.plan_power(source, "2/164", "", 0, 0.12)
+    with pytest.raises(gr.Error, match="Open a scored sweep"):
+        analysis.plan_power(None, "2/164", " ", 1, 0.12)
 
 
 def test_the_recorded_verdict_shows_its_tables_curves_kinds_and_anchors():
