@@ -34,6 +34,10 @@ from dropmatch.models import load_pair
 
 FAILED = "failed.jsonl"
 RETRIES = 3  # resubmissions of one cell after its actor died, before it is recorded as failed
+# Cells an actor takes at once, in batches: with one batch a chunk, the batch drains as its cells finish and the actor
+# waits on its longest (word problems at batch 16: about 60% of the cells per hour of a full batch); with four, a
+# finished cell's place is taken by the next until the chunk's last batch.
+CHUNK_BATCHES = 4
 ACTOR_FAULTS = (RayActorError, ActorDiedError, WorkerCrashedError)
 RunnerFactory = Callable[[], sweep.Runner]  # picklable; called once inside each actor
 
@@ -172,8 +176,9 @@ def iter_ray_sweep(
 ) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives.
 
-    Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. Each actor holds up to `batch`
-    cells at a time (its runner decodes them together); closing the generator (an interruption) kills the actors, and
+    Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. Each actor holds up to
+    CHUNK_BATCHES x `batch` cells at a time, which its runner decodes `batch` at a time (a finished cell's place taken
+    by the next); closing the generator (an interruption) kills the actors, and
     the cells they held stay pending. A chunk whose actor dies goes back to the queue; when a chunk's runner raises,
     each of its cells runs again alone, so only the cell that raises is recorded as failed.
     """
@@ -192,7 +197,7 @@ def iter_ray_sweep(
             while queue or inflight:
                 while queue and pool.idle:
                     slot, chunk = pool.idle.pop(0), [queue.popleft()]
-                    while not chunk[0][3] and queue and not queue[0][3] and len(chunk) < batch:
+                    while not chunk[0][3] and queue and not queue[0][3] and len(chunk) < batch * CHUNK_BATCHES:
                         chunk.append(queue.popleft())
                     cells = [(item, setting) for item, setting, _, _ in chunk]
                     inflight[pool.actors[slot].run.remote(cells)] = (slot, chunk)
