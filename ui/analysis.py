@@ -460,8 +460,8 @@ def layout() -> Parts:
     gr.Markdown(
         "#### How path agreement grows with model size\n`python -m dropmatch probe`: the same statistics on every "
         "model that installs offline here, each reading HumanEval's solutions through its own tokenizer, beside the "
-        "paper's 70B head; the open diamonds read a fit of unanimity on log(parameters) at 70B, with its 95% "
-        "prediction interval."
+        "paper's 70B head. Four small models of two families cannot be read at 70B: a fit's prediction there has a "
+        "95% interval of 11% to 100%, so none is drawn."
     )
     a["size"] = gr.Plot(
         size_figure(probed) if probed else None, visible=probed is not None, show_label=False, elem_id="lab-size"

@@ -139,10 +139,21 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
 SIZE_COLORS = {0.1: "#a78bfa", 0.3: "#7c3aed"}
 
 
+PREDICTION_WIDTH = 0.2  # a 70B prediction is drawn only when its 95% interval is narrower than 20 points of unanimity
+
+
+def _says_something(fit: dict) -> bool:
+    """Whether a fit's 70B prediction is worth drawing: measured, with a 95% interval under PREDICTION_WIDTH."""
+    predicted, low, high = (fit.get(k) for k in ("predicted", "low", "high"))
+    if predicted is None or predicted != predicted or low is None or high is None:
+        return False
+    return high - low < PREDICTION_WIDTH
+
+
 def size_figure(record: dict) -> go.Figure:
     """Unanimity (the paper's count: all K votes on one token) against parameter count, log x axis, one series per
-    p_drop, the paper's 70B point, and the fit's prediction at 70B with its 95% interval (`python -m dropmatch
-    probe --json`)."""
+    p_drop, and the paper's 70B point (`python -m dropmatch probe --json`). The fit's prediction at 70B is drawn only
+    where its 95% interval says something (`_says_something`); with four small models of two families it does not."""
     models = sorted(record.get("models") or [], key=lambda m: m["params"])
     title = f"Path unanimity vs model size · K {record.get('K', '?')}, teacher-forced HumanEval solutions"
     if not models:
@@ -172,7 +183,7 @@ def size_figure(record: dict) -> go.Figure:
             hovertemplate="%{customdata}<extra></extra>",
         )
         fit = (record.get("prediction") or {}).get(f"{p_drop:g}") or {}
-        if fit.get("predicted") == fit.get("predicted") and fit.get("predicted") is not None and paper:
+        if _says_something(fit) and paper:
             fig.add_scatter(
                 x=[paper["params"]],
                 y=[fit["predicted"]],

@@ -93,7 +93,14 @@ def test_size_figure_draws_each_p_drop_the_fit_and_the_papers_point():
     assert names[0] == "p_drop 0.1" and names[-1].startswith("the paper") and fig.layout.xaxis.type == "log"
     assert list(fig.data[0].y) == pytest.approx([0.55, 0.65, 0.75])
     fits = [t for t in fig.data if t.name.startswith("fit at 70B")]
-    assert len(fits) == 2 and fits[0].x[0] == probe.PAPER_POINT["params"]
+    narrow = [p for p, f in record["prediction"].items() if f["high"] - f["low"] < 0.2]
+    assert len(fits) == len(narrow) and all(t.x[0] == probe.PAPER_POINT["params"] for t in fits)
+    wide = record | {"prediction": {"0.3": {"predicted": 0.99, "low": 0.107, "high": 1.0, "models": 4}}}
+    assert not [t for t in size_figure(wide).data if t.name.startswith("fit at 70B")]  # says nothing: not drawn
+    sharp = record | {"prediction": {"0.3": {"predicted": 0.95, "low": 0.9, "high": 0.97, "models": 4}}}
+    assert [t.name for t in size_figure(sharp).data if t.name.startswith("fit at 70B")] == [
+        "fit at 70B, p_drop 0.3 (95% interval)"
+    ]
     assert "no model probed" in size_figure({}).layout.annotations[0].text
 
 
