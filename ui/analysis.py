@@ -61,19 +61,22 @@ from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.tables import word_table
 from viz.verdict import kinds_heatmap, power_tables, score_curves, verdict_tables
 
-# The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, and the
-# verdict (every rule as a curve on all of HumanEval, recorded in parts), and the verdict sampled at T 0.7.
+# The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, the
+# verdict (every rule as a curve on all of HumanEval, recorded in parts), the verdict sampled at T 0.7, and the verdict
+# on the generated word problems (recorded in parts with the batched engine).
 RECORDED = {
     "sweep": ROOT / "assets/sweep",
     "relatives": ROOT / "assets/relatives",
     "verdict": ROOT / "assets/verdict",
     "sampled": ROOT / "assets/verdict_t07",
+    "word": ROOT / "assets/word_problems",
 }
 RECORDED_LABELS = {
     "sweep": "DropMatch's own sweep",
     "relatives": "DropMatch beside its relatives",
     "verdict": "The verdict: every rule on all of HumanEval",
     "sampled": "The verdict sampled at T 0.7: HumanEval's first 82 problems",
+    "word": "The verdict on generated word problems (GSM8K-like, not GSM8K)",
 }
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size

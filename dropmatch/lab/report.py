@@ -45,8 +45,9 @@ EXTRA_DEFINITIONS = {
     "tau_gain": "tau of the row ÷ tau of lossless on the same prompt and γ, minus 1",
     "speedup": "tokens/s ÷ tokens/s of lossless on the same prompt and γ",
     "speedup_cpu": "as speedup, with tokens per CPU second of the decoding process: fairer on a shared CPU",
-    "score": "the task's own score (HumanEval: the problem's tests pass, 0/1); its mean is pass@1: the neutral "
-    "quality measure (the target log-prob proxies favour rules that threshold p(d))",
+    "score": "the task's own score, 0/1 (HumanEval: the problem's tests pass; word problems: the completion's final "
+    "number is the answer); its mean is pass@1 (for word problems, accuracy): the neutral quality measure (the target "
+    "log-prob proxies favour rules that threshold p(d))",
 }
 # What each column of the sweep tables means: shown on hover in the report and in the app's Analysis tab.
 COLUMN_DEFINITIONS = (
