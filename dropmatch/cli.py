@@ -51,7 +51,7 @@ from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tables import power
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import against_lossless
+from dropmatch.tables.verdict import against_lossless, cluster
 
 
 class _Parser(argparse.ArgumentParser):
@@ -557,6 +557,12 @@ def _cmd_power(args) -> int:
             f"loss {args.loss:.4f} at two-sided 5%, 80% power (normal approximation of the paired test); "
             "detectable_loss: the smallest loss the setting's own problems detect"
         )
+        base = part[part["method"] == "lossless"]
+        units = base["prompt_id"].map(cluster)
+        if units.nunique() < base["prompt_id"].nunique():  # clustered problems (a generated suite's templates)
+            rho = power.intra_cluster_correlation(base["score"], units)
+            print(f"lossless: pass@1 {base['score'].mean():.3f} on {len(base)} problems in {units.nunique()} clusters; "
+                  f"intra-cluster correlation of its scores {rho:.3f}")  # fmt: skip
         return 0
     got = power.typed_plan(args.psi, args.loss, args.samples, args.rho, args.problems)
     print(f"discordance {args.psi:.4f}, loss {args.loss:.4f} (two-sided 5%, 80% power, normal approximation):")

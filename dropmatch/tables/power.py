@@ -101,6 +101,24 @@ def intra_problem_correlation(values: pd.DataFrame) -> float:
     return float((msb - msw) / total) if total > 0 else float("nan")
 
 
+def intra_cluster_correlation(values, groups) -> float:
+    """The intra-class correlation of outcomes within clusters of unequal sizes (a template's problems), by one-way
+    analysis of variance: (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum n_i^2 / N) / (k - 1) the clusters'
+    effective size; with equal sizes it is `intra_problem_correlation`. NaN with under two clusters, no cluster of
+    two or no variance."""
+    y = pd.Series(np.asarray(values, float))
+    g = y.groupby(np.asarray(groups))
+    n, means = g.size(), g.mean()
+    k, total = len(n), len(y)
+    if k < 2 or total <= k:
+        return float("nan")
+    msb = (n * (means - y.mean()) ** 2).sum() / (k - 1)
+    msw = ((y - g.transform("mean")) ** 2).sum() / (total - k)
+    n0 = (total - (n**2).sum() / total) / (k - 1)
+    denominator = msb + (n0 - 1) * msw
+    return float((msb - msw) / denominator) if denominator > 0 else float("nan")
+
+
 def plan(
     table: pd.DataFrame, loss: float, rho: dict | None = None, alpha: float = ALPHA, power: float = POWER
 ) -> pd.DataFrame:

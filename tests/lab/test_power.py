@@ -89,6 +89,19 @@ def test_the_intra_problem_correlation_of_handmade_tables():
     assert math.isnan(power.intra_problem_correlation(pd.DataFrame([[1], [0]])))
 
 
+def test_the_intra_cluster_correlation_of_unequal_clusters():
+    """Equal clusters give the balanced estimate; and a template of three problems that all pass beside one of two
+    that split, worked by hand below."""
+    mixed = pd.DataFrame([[1, 1], [0, 0], [1, 0], [0, 1]])
+    flat, groups = mixed.to_numpy().ravel(), [0, 0, 1, 1, 2, 2, 3, 3]
+    assert power.intra_cluster_correlation(flat, groups) == pytest.approx(power.intra_problem_correlation(mixed))
+    y, g = [1, 1, 1, 1, 0], ["a", "a", "a", "b", "b"]
+    # means a 1, b 0.5, all 0.8; MSB = (3 * 0.04 + 2 * 0.09) / 1 = 0.3; MSW = (0.25 + 0.25) / 3 = 1/6;
+    # n0 = (5 - 13 / 5) / 1 = 2.4; rho = (0.3 - 1/6) / (0.3 + 1.4 / 6)
+    assert power.intra_cluster_correlation(y, g) == pytest.approx((0.3 - 1 / 6) / (0.3 + 1.4 / 6))
+    assert math.isnan(power.intra_cluster_correlation([1, 0], ["a", "b"]))  # no cluster of two
+
+
 def test_samples_a_problem_enter_the_plan_through_the_design_effect():
     """82 problems, two seeds each, rho 0.12: each problem is worth 2 / 1.12 outcomes; the discordance is per pair."""
     table = pd.DataFrame([{"rule": "a", "knob": 0.3, "problems": 82, "pairs": 164, "lost": 16, "gained": 14}])
