@@ -25,6 +25,7 @@ from dropmatch.lab.sweep import (
     parse_values,
     read_cells,
     run_sweep,
+    score_row,
 )
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import setting_points
@@ -212,6 +213,19 @@ def test_real_runner_on_the_tiny_pair(tiny_pair, tmp_path):
     assert df.loc[df["prompt_id"] != "HumanEval/0", "score"].isna().all()
     assert set(df["finish"]) <= {"eos", "length", "stop"}
     assert (df["cpu_s"] > 0).all() and df["speedup_cpu"].notna().all() and (df["loadavg"] >= 0).all()
+
+
+def test_word_problem_cells_are_scored_by_their_answer_and_run_to_their_end(tiny_pair, tmp_path):
+    """A word problem is a chat turn scored by its final number (no stop sequence cuts it); the score row says what
+    was answered. The tiny pair answers nothing right: a handmade row with the answer scores 1."""
+    items = load_suite("word-problems", limit=2)
+    df = run_sweep(items, [Setting("lossless", 3)], tmp_path, "s", {"max_new_tokens": 6}, PairRunner(tiny_pair, 6))
+    assert df["score"].isin([0.0, 1.0]).all() and df["score_result"].str.match(r"passed|answered|no number").all()
+    item = items[0]
+    assert score_row(item, {"text": f"So it is 3.\nAnswer: {item.problem['answer']}"})["score"] == 1.0
+    assert (
+        score_row(item, {"text": "Answer: 0.5"})["score_result"] == f"answered 0.5, expected {item.problem['answer']}"
+    )
 
 
 def test_cli_parsers_reject_bad_grids_with_exit_code_2(capsys):
