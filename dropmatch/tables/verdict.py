@@ -103,15 +103,16 @@ def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     recording made in parts is judged on its whole settings, so every tau and pass@1 covers the same problems. A
     setting at most `IN_FLIGHT` problems short counts as whole (the problems being decoded as the table was read)."""
     rows = compared_rows(df.dropna(subset=["score"]))
-    names = pd.DataFrame({"rule": rows.apply(rule_name, axis=1), "knob": rows.apply(knob_of, axis=1)}, index=rows.index)
-    sets = {
-        key: set(ids)
-        for key, ids in rows["prompt_id"].groupby([names["rule"], names["knob"]], dropna=False, sort=False)
-    }
+    rules, knobs = rows.apply(rule_name, axis=1), rows.apply(knob_of, axis=1)
+    # a setting's key; a rule without a knob (tie-only) has knob NaN, and no NaN equals another, so its key is None
+    keys = [(r, None if k is None or k != k else k) for r, k in zip(rules, knobs)]
+    sets: dict[tuple, set] = {}
+    for key, pid in zip(keys, rows["prompt_id"]):
+        sets.setdefault(key, set()).add(pid)
     most = max((len(ids) for (rule, _), ids in sets.items() if rule != "lossless"), default=0)
     whole = {key for key, ids in sets.items() if len(ids) >= most - IN_FLIGHT and most}
     problems = set.intersection(*(sets[key] for key in whole)) if whole else set()
-    keep = np.array([(r, k) in whole or r == "lossless" for r, k in zip(names["rule"], names["knob"])], bool)
+    keep = np.array([key in whole or key[0] == "lossless" for key in keys], bool)
     kept = rows[keep & rows["prompt_id"].isin(problems).to_numpy()]
     partial = [
         {"rule": r, "knob": k, "problems": len(ids), "of": most}
