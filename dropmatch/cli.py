@@ -45,7 +45,7 @@ from dropmatch.config import (
 from dropmatch.criteria import CRITERION_KNOBS, KNOBS
 from dropmatch.decode import cpu_bf16, cpu_name, generate
 from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
-from dropmatch.lab.files import read_manifest
+from dropmatch.lab.files import recorded
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tables import power
@@ -417,8 +417,8 @@ def _sweep_batch(args, suite: str) -> int:
     that names none), else the default for a new directory."""
     if args.batch is not None:
         return args.batch
-    recorded = read_manifest(args.out).get(suite, {}).get("run")
-    return sweep.DEFAULT_BATCH if recorded is None else recorded.get("batch", 1)
+    entry = recorded(args.out, suite)
+    return sweep.DEFAULT_BATCH if entry is None else entry.run.batch or 1
 
 
 def _cmd_sweep(args) -> int:

@@ -13,7 +13,7 @@ import pandas as pd
 from dropmatch.config import FACTORS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.criteria import KNOBS
 from dropmatch.lab.claims import paper_comparison
-from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe
+from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe, recorded
 from dropmatch.lab.live import (
     LIVE_LIMITS,
     SUITES,
@@ -119,13 +119,15 @@ def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
 
 def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
     """Where a recorded sweep's numbers come from: its size, run settings and the machine that timed it."""
-    entry = read_manifest(folder).get(suite, {})
-    run, env = entry.get("run", {}), (entry.get("design") or {}).get("environment", {})
+    entry = recorded(folder, suite)
+    env = (entry.design.environment if entry and entry.design else None) or {}
     settings = df[list(SETTING_COLUMNS)].drop_duplicates()
     machine = f"{env.get('device', '?')}, {env.get('threads', '?')} thread(s), torch {env.get('torch', '?')}"
+    run = f"up to {entry.run.max_new_tokens} new tokens, {entry.run.dtype}" if entry else "settings not recorded"
+    batch = f", {entry.run.batch} cells a batch" if entry and entry.run.batch else ""
     return (
         f"**Recorded sweep · {suite}**: {df['prompt_id'].nunique()} prompts × {len(settings)} settings "
-        f"({len(df)} cells), up to {run.get('max_new_tokens')} new tokens, {run.get('dtype')}, timed on {machine}. "
+        f"({len(df)} cells), {run}{batch}, timed on {machine}. "
         f"Read from `{folder.relative_to(ROOT)}`: no model needed. Hover a column name for its definition."
     )
 

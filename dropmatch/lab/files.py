@@ -130,6 +130,24 @@ def read_manifest(out_dir: str | Path) -> dict[str, dict]:
     return {suite: check_entry(entry, f"{path}: {suite}") for suite, entry in manifest.items()}
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """One suite's manifest entry as typed objects: what the lab reads (the run's settings, the design and the
+    machine that recorded it)."""
+
+    run: Run
+    design: Design | None
+
+
+def recorded(out_dir: str | Path, suite: str) -> Recorded | None:
+    """A suite's entry of a sweep directory's sweep.json, checked and typed; None where the directory has none."""
+    entry = read_manifest(out_dir).get(suite)
+    if entry is None:
+        return None
+    design = entry.get("design")
+    return Recorded(Run(**entry["run"]), Design(**design) if design is not None else None)
+
+
 def write_manifest(out_dir: str | Path, manifest: dict[str, dict]) -> None:
     """Write sweep.json (each entry checked first: what is written reads back)."""
     path = Path(out_dir) / MANIFEST
