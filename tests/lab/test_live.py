@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dropmatch.lab import live as lab
-from dropmatch.lab import sweep
+from dropmatch.lab import suites, sweep
 from dropmatch.lab.files import CELLS, MANIFEST, TABLE
 from dropmatch.lab.report import COLUMN_DEFINITIONS, table_html
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
@@ -150,7 +150,7 @@ def test_decoded_cells_are_scored_where_they_arrive_as_a_sweep_scores_them_inlin
         scored_texts.append(completion)
         return {"passed": len(scored_texts) % 2 == 1, "result": f"stand-in {len(scored_texts)}"}
 
-    monkeypatch.setattr(sweep, "score_completion", stand_in_scorer)
+    monkeypatch.setattr(suites, "score_completion", stand_in_scorer)  # HumanEval's scorer, behind suites.score
     p = lab.plan("humaneval", 2, "p_drop", "0.3", 8)
     due = lab.todo(p, tmp_path)
     decoded = list(lab.decode_cells(p, noisy_pair, due))
