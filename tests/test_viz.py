@@ -335,7 +335,7 @@ def test_token_kind_reads_the_output_as_python_and_as_prose():
         "keywords (as Python; as prose: words)",
         "identifiers (as Python; as prose: words)",
         "punctuation and operators",
-        "numbers (as Python; as prose: words)",
+        "numbers",  # a digit is a number in both readings
     ]
     assert viz.token_kind(swap(trace, prompt=""), records[2]) == "punctuation and operators"
 
