@@ -442,9 +442,13 @@ def test_analysis_tab_shows_the_recorded_sweep(page):
     page.locator("#lab-suite label", has_text="The verdict: every rule on all of HumanEval · humaneval").click()
     plot_rendered(page, "#lab-score_curves", "pass@1 vs mean acceptance length")
     plot_rendered(page, "#lab-kinds", "Where each rule relaxes")
-    header = page.locator("#lab-verdict th", has_text="best τ within the bar").first
-    assert "within the bar" in header.get_attribute("title")
+    header = page.locator("#lab-verdict th", has_text="best τ shown within the bar").first
+    assert "non-inferior" in header.get_attribute("title")
     assert page.locator("#lab-verdict th", has_text="95% interval: low").count() >= 1  # the paired interval is shown
+    page.locator("#lab-power-box").get_by_text("How many problems would settle it?").click()  # the folded planner
+    needed = page.locator("#lab-power th", has_text="problems to detect the loss").first
+    needed.wait_for(timeout=60_000)
+    assert "80% power" in needed.get_attribute("title")  # its definition one hover away
     plot_rendered(page, "#lab-size", "Path unanimity vs model size")
     page.screenshot(path=str(ARTIFACTS / "analysis_verdict.png"), full_page=True)
 

@@ -32,7 +32,7 @@ import app
 from dropmatch import embedded, models
 from dropmatch.config import DRAFT_QUANTS, SETTINGS
 from dropmatch.decode import generate
-from dropmatch.lab import live, sweep
+from dropmatch.lab import live, suites
 from ui import analysis, common, explore, runs
 
 ROOT = common.ROOT
@@ -250,7 +250,7 @@ def test_a_live_sweep_scores_humaneval_after_the_gpu_function_not_in_it(monkeypa
         return {"passed": False, "result": "failed: a stand-in scorer"}
 
     monkeypatch.setattr(analysis, "model_pair", lambda pair, draft_quant="none": noisy_pair)
-    monkeypatch.setattr(sweep, "score_completion", stand_in_scorer)
+    monkeypatch.setattr(suites, "score_completion", stand_in_scorer)  # HumanEval's scorer, behind suites.score
     gpu_function = analysis.decode_sweep
 
     def watched(*args):  # the GPU function, marked as running while its body runs (not while it waits at a yield)
