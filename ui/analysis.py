@@ -12,7 +12,7 @@ import pandas as pd
 
 from dropmatch.config import FACTORS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.criteria import KNOBS
-from dropmatch.lab.claims import paper_comparison
+from dropmatch.lab.composition import DEFAULT_LOSS, compose
 from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe, recorded
 from dropmatch.lab.live import (
     LIVE_LIMITS,
@@ -25,13 +25,11 @@ from dropmatch.lab.live import (
     todo,
     write_table,
 )
-from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.report import VERDICT_NOTE, definition, table_html
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.models import check_heads
 from dropmatch.tables.power import parse_share, typed_plan
-from dropmatch.tables.summary import summary
-from dropmatch.tables.tradeoff import MEASURES, matched_table
+from dropmatch.tables.tradeoff import MEASURES
 from dropmatch.tables.verdict import judged
 from ui.common import (
     DEFAULTS,
@@ -57,9 +55,9 @@ from ui.common import (
     zero_gpu_factor,
 )
 from viz.calibration import dims_figure, size_figure, unanimity_curve
-from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
+from viz.sweep import FIGURES, tradeoff
 from viz.tables import word_table
-from viz.verdict import kinds_heatmap, power_tables, score_curves, verdict_tables
+from viz.verdict import kinds_heatmap, power_tables
 
 # The recorded sweeps the tab opens with: DropMatch's own one-factor sweep, DropMatch beside its relatives, the
 # verdict (every rule as a curve on all of HumanEval, recorded in parts), the verdict sampled at T 0.7, and the verdict
@@ -82,7 +80,6 @@ CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m 
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size
 VERDICT_PARTS = ("verdict", "score_curves", "kinds", "power")  # its tables, curves, where relaxation happens, power
 PLAN_INPUTS = ("source", "loss", "psi", "samples", "rho")  # the power planner's: the sweep shown and what is typed
-DEFAULT_LOSS = "2/164"  # the field's bar, as the loss a verdict should be able to see
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
 # "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
@@ -133,30 +130,25 @@ def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
 
 
 def content(df: pd.DataFrame, measure: str | None = None) -> dict:
-    """The paper comparison, one figure per FIGURES entry (None where it has nothing to show), the matched-tau
-    table and the trade-off measures, the verdict, the summary. A suite recorded in parts shows its whole settings in
-    the figures and comparisons (the summary lists every setting with its count of prompts)."""
-    full, df = df, judged(df)
-    shown = set(relevant(df)) if len(df) else set()
-    measures = tradeoff_measures(df) if "tradeoff" in shown else []
-    measure = measure if measure in measures else (measures[0] if measures else None)
-    figures = {name: FIGURES[name](df) if name in shown else None for name in FIGURES}
-    figures["tradeoff"] = tradeoff(df, measure) if measure else None
-    matched = matched_table(df) if measures else pd.DataFrame()
+    """The suite's composition (`dropmatch.lab.composition.compose`, as the report has it) as the tab's parts: the paper
+    comparison, one figure per FIGURES entry (None where it has nothing to show), the matched-tau table and the
+    trade-off measures, the verdict, its curves, where relaxation happens, the power planner, the summary."""
     anchors = (calibration(f"recorded/{df['suite'].iloc[0]}") or {}).get("anchors") if len(df) else None
-    scored = len(df) and df["score"].notna().any()
-    verdict, whole = verdict_tables(full, definition, VERDICT_NOTE, anchors) if scored else ("", None)
-    kinds = kinds_table(df) if len(df) else pd.DataFrame()
+    c = compose(df, definition, VERDICT_NOTE, measure, anchors)
     return {
-        "compare": word_table(paper_comparison(df), definition, stack=True) if len(df) else "",
-        **figures,
-        "matched": table_html(matched) if len(matched) else "",
-        "measure": {"choices": [(MEASURES[m].label, m) for m in measures], "value": measure, "visible": bool(measures)},
-        "verdict": verdict,
-        "score_curves": score_curves(whole) if verdict else None,
-        "kinds": kinds_heatmap(kinds) if len(kinds) else None,
-        "power": power_tables(full, definition, parse_share(DEFAULT_LOSS)) if scored else "",
-        "summary": table_html(summary(full).drop(columns=["suite"])) if len(full) else "",
+        "compare": word_table(c.compare, definition, stack=True) if len(c.compare) else "",
+        **c.figures,
+        "matched": table_html(c.matched) if len(c.matched) else "",
+        "measure": {
+            "choices": [(MEASURES[m].label, m) for m in c.measures],
+            "value": c.measure,
+            "visible": bool(c.measures),
+        },
+        "verdict": c.verdict,
+        "score_curves": c.curves,
+        "kinds": kinds_heatmap(c.kinds) if len(c.kinds) else None,
+        "power": c.power,
+        "summary": table_html(c.summary.drop(columns=["suite"])) if len(c.summary) else "",
     }
 
 

@@ -17,21 +17,20 @@ import pandas as pd
 
 from dropmatch.embedded import EMBEDDED_ID, EMBEDDED_LABEL
 from dropmatch.lab.claims import paper_comparison
+from dropmatch.lab.composition import compose
 from dropmatch.lab.files import read_manifest
 from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
-from dropmatch.lab.relaxations import kinds_table
 from dropmatch.lab.sweep import load_sweep, write_tables
 from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
-from dropmatch.tables.summary import per_category, rows_at, summary
-from dropmatch.tables.tradeoff import centre, matched_table
+from dropmatch.tables.summary import per_category, rows_at
+from dropmatch.tables.tradeoff import centre
 from dropmatch.tables.verdict import (
     BAR_OF,
     BAR_PROBLEMS,
-    judged,
 )
 from dropmatch.token_kinds import LABELS as KIND_LABELS
-from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
-from viz.verdict import kinds_heatmap, score_curves, verdict_tables
+from viz.sweep import FIGURES, relevant, tradeoff
+from viz.verdict import kinds_heatmap
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .5em}
@@ -280,20 +279,6 @@ def _figure_html(figure, div_id: str, inline_js: bool) -> str:
     return figure.to_html(full_html=False, include_plotlyjs=inline_js, div_id=div_id)
 
 
-def _tradeoff_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    """The matched-tau table and one speed / quality figure per measure, where the sweep ran relatives (or
-    truncations of the target, the quality reference)."""
-    if not part["method"].isin(("relative", "truncation")).any():
-        return ""
-    out = [f"<h3>DropMatch beside its relatives</h3><p class=note>{MATCHED_NOTE}</p>"]
-    matched = matched_table(part)
-    if len(matched):
-        out.append(table_html(matched))
-    for i, measure in enumerate(tradeoff_measures(part)):
-        out.append(_figure_html(tradeoff(part, measure), f"{suite}-tradeoff-{measure}", inline_js and i == 0))
-    return "".join(out)
-
-
 VERDICT_NOTE = (
     "Is a relaxed acceptance worth it? Each rule's task score against lossless, problem by problem, on the settings "
     "that ran every problem ({bar}); the shaded band in the figure is the field's bar for quality kept. A setting is "
@@ -304,54 +289,32 @@ VERDICT_NOTE = (
 )
 
 
-def verdict_html(part: pd.DataFrame, anchors: list[dict] | None = None) -> tuple[str, pd.DataFrame]:
-    """The verdict's note and tables as HTML (`viz.verdict.verdict_tables`: the headline, DropMatch at a
-    calibration's anchors, every setting against lossless, rule against rule at DropMatch's taus) and the rows they
-    judge, each column's definition on its header; ("", empty) where nothing is scored beside lossless. The report
-    and the Analysis tab show this one composition."""
-    return verdict_tables(part, definition, VERDICT_NOTE, anchors)
-
-
-def _verdict_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    """The verdict's tables and its pass@1-vs-tau curves."""
-    tables, whole = verdict_html(part)
-    if not tables:
-        return ""
-    figure = _figure_html(score_curves(whole), f"{suite}-score-curves", inline_js)
-    return f"<h3>The verdict</h3>{figure}{tables}"
-
-
-def _kinds_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    """Where relaxation happens: the rules x token kinds table and figure, where the cells kept their relaxations."""
-    kinds = kinds_table(part)
-    if kinds.empty:
-        return ""
-    return (
-        "<h3>Where relaxation happens</h3>"
-        + table_html(kinds.drop(columns=["suite"]))
-        + _figure_html(kinds_heatmap(kinds), f"{suite}-kinds", inline_js)
-    )
-
-
 def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
-    """One suite: its figures and rule comparisons on its whole settings (`verdict.judged`), the verdict, the
-    per-setting table of every setting."""
-    full, part = part, judged(part)
-    parts = [f"<h2>Suite: {html.escape(str(suite))} ({full['prompt_id'].nunique()} prompts)</h2>"]
-    names = [name for name in relevant(part) if name != "tradeoff"]  # the trade-off gets its own section
+    """One suite's composition (`composition.compose`, as the Analysis tab has it): its figures and the trade-off on
+    its whole settings, the verdict with its curves, where relaxation happens, the per-setting table of every
+    setting, and at the centre setting the categories and sample outputs."""
+    c = compose(part, definition, VERDICT_NOTE)
+    parts = [f"<h2>Suite: {html.escape(str(suite))} ({part['prompt_id'].nunique()} prompts)</h2>"]
+    names = [name for name, fig in c.figures.items() if fig is not None and name != "tradeoff"]  # its own section
     for i, name in enumerate(names):
-        parts.append(_figure_html(FIGURES[name](part), f"{suite}-{name}", inline_js and i == 0))
-    parts.append(_tradeoff_section(suite, part, inline_js and not names))
-    if part["score"].notna().any():
-        parts.append(_verdict_section(suite, full, inline_js and not names))
-    parts.append(_kinds_section(suite, part, inline_js and not names))
-    parts.append(
-        "<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>"
-        + table_html(summary(full).drop(columns=["suite"]))
-    )
-    if centre(part):
-        parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(per_category(part)))
-        parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(part))
+        parts.append(_figure_html(c.figures[name], f"{suite}-{name}", inline_js and i == 0))
+    first = inline_js and not names
+    if c.measures:
+        parts.append(f"<h3>DropMatch beside its relatives</h3><p class=note>{MATCHED_NOTE}</p>")
+        parts.append(table_html(c.matched) if len(c.matched) else "")
+        for i, measure in enumerate(c.measures):
+            fig = tradeoff(c.judged, measure)
+            parts.append(_figure_html(fig, f"{suite}-tradeoff-{measure}", first and i == 0))
+    if c.verdict:
+        parts.append(f"<h3>The verdict</h3>{_figure_html(c.curves, f'{suite}-score-curves', first)}{c.verdict}")
+    if len(c.kinds):
+        parts.append("<h3>Where relaxation happens</h3>" + table_html(c.kinds.drop(columns=["suite"])))
+        parts.append(_figure_html(kinds_heatmap(c.kinds), f"{suite}-kinds", first))
+    parts.append("<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>")
+    parts.append(table_html(c.summary.drop(columns=["suite"])))
+    if centre(c.judged):
+        parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(per_category(c.judged)))
+        parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(c.judged))
     return "".join(parts)
 
 
