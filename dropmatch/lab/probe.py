@@ -5,8 +5,10 @@ The paper's regime (all K = 5 votes on one token at 98.4% of HumanEval positions
 70B head; the embedded 1.5B head splits far more. Per model and p_drop this measures, at every position of the
 texts' solutions (teacher-forced: one forward over the whole text, the head at each position that predicts a
 solution token): unanimity in both counts (every path keeps the unmasked top-1; all K votes on one token), the mean
-JS threshold max_i JS(p_i || centroid) (nats), and the unmasked head's top-1 logit margin z1 - z2. `predict` fits
-unanimity against log10(parameters) and reads it at the paper's 70B with a 95% prediction interval.
+JS threshold max_i JS(p_i || centroid) (nats), the unmasked head's top-1 logit margin z1 - z2, and that margin over
+the dropout noise on it (`margin_over_noise`): its distribution per model, the unanimity it predicts, and the p_drop
+at which it predicts the paper's 98.4% (`matching_p_drop`). `predict` fits unanimity against log10(parameters) and
+reads it at 70B with a 95% prediction interval (the app draws it only where that interval says something).
 
 The models (`MODELS`): the embedded pair's two Qwen2.5-Coder models, SmolLM2-135M-Instruct and Gemma-3-270M, each a
 GGUF file from pinned PyPI wheels (requirements-models.txt, requirements-probe.txt), converted once like the pair.
@@ -80,6 +82,46 @@ def hidden_states(
     return torch.cat(out), torch.cat(nexts)
 
 
+@torch.no_grad()
+def margin_over_noise(module: torch.nn.Module, h: torch.Tensor) -> np.ndarray:
+    """Per position, the unmasked head's top-1 margin over the dropout noise on it, r = (z1 - z2) / s with
+    s = ||h ⊙ (w1 - w2)|| (w1, w2 the head's rows of the top-2 tokens). Inverted dropout at p_drop p keeps each
+    hidden unit with probability 1 - p and scales it by 1 / (1 - p), so the margin's variance under the mask is
+    p / (1 - p) * s^2: the margin stands r / sqrt(p / (1 - p)) standard deviations from a flip. Read on the head's
+    linear product, before any post-processing (a softcap keeps the order of two logits). [N]"""
+    out = []
+    for i in range(0, len(h), CHUNK):
+        part = h[i : i + CHUNK]
+        z = module(part).float()  # [P, V]
+        top = z.topk(2, dim=-1)
+        w = module.weight[top.indices].float()  # [P, 2, H]
+        s = (part.float() * (w[:, 0] - w[:, 1])).norm(dim=-1)  # [P]
+        out.append(((top.values[:, 0] - top.values[:, 1]) / s).cpu())
+    return torch.cat(out).numpy()
+
+
+def predicted_unanimity(ratios: np.ndarray, p_drop: float, K: int = 5) -> float:
+    """The share of positions where all K paths keep the top-1, if each path's margin were normal with the noise's
+    sd and only the runner-up could overtake: the mean of Phi(r / sqrt(p / (1 - p)))^K."""
+    if p_drop == 0:
+        return 1.0  # no unit dropped: every path is the head
+    c = math.sqrt(p_drop / (1 - p_drop))
+    phi = 0.5 * (1 + np.vectorize(math.erf)(np.asarray(ratios, float) / c / math.sqrt(2)))
+    return float(np.mean(phi**K))
+
+
+def matching_p_drop(ratios: np.ndarray, unanimity: float = PAPER_POINT["unanimity_paper"], K: int = 5) -> float:
+    """The p_drop at which `predicted_unanimity` equals `unanimity` (the paper's 98.4% by default), by bisection:
+    unanimity falls as p_drop grows. NaN where even p_drop 1e-6 stays below it."""
+    lo, hi = 1e-6, 0.95
+    if predicted_unanimity(ratios, lo, K) < unanimity:
+        return float("nan")
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)  # geometric: the answer may lie decades below 0.1
+        lo, hi = (mid, hi) if predicted_unanimity(ratios, mid, K) > unanimity else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
 @torch.inference_mode()
 def statistics(model, h: torch.Tensor, nexts: torch.Tensor, p_drops, K: int = 5, seed: int = 0) -> list[dict]:
     """Per p_drop: unanimity (both counts) and the mean JS threshold; beside them the top-1 margin quantiles and
@@ -91,6 +133,9 @@ def statistics(model, h: torch.Tensor, nexts: torch.Tensor, p_drops, K: int = 5,
     argmax = z.argmax(-1)
     u = uniforms(len(h), K, h.shape[-1], seed)
     margins = {f"margin_q{int(q * 100)}": float(np.quantile(margin, q)) for q in MARGIN_QUANTILES}
+    ratios = margin_over_noise(head.module, h)  # [N]
+    margins |= {f"noise_ratio_q{int(q * 100)}": float(np.quantile(ratios, q)) for q in MARGIN_QUANTILES}
+    margins["p_drop_for_paper"] = matching_p_drop(ratios, K=K)
     rows = []
     for p_drop in p_drops:
         unanimous, agreeing, thresholds = [], [], []
@@ -112,6 +157,7 @@ def statistics(model, h: torch.Tensor, nexts: torch.Tensor, p_drops, K: int = 5,
                 "js_threshold": float(torch.cat(thresholds).mean()),
                 "margin_below_1": float((margin < 1).mean()),
                 "top1_accuracy": float((argmax == nexts).float().mean()),
+                "predicted_unanimity": predicted_unanimity(ratios, p_drop, K),
             }
             | margins
         )

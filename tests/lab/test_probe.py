@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
+import torch
 from device_checks import DeviceMixing
 
 from dropmatch.lab import probe
@@ -130,3 +132,25 @@ def test_the_recorded_probe_reads_back():
     recorded = read_probe(Path(__file__).parents[2] / "assets" / "probe" / "size.json")
     assert {m["name"] for m in recorded["models"]} == set(probe.MODELS)
     assert all(len(m["rows"]) == len(recorded["p_drops"]) for m in recorded["models"])
+
+
+def test_the_margin_over_the_dropout_noise_on_a_handmade_head():
+    """H 2, V 3; h = (1, 2); rows w0 = (3, 0), w1 = (0, 1.25), w2 = (1, 0.5): logits 3, 2.5, 2. Top-2: tokens 0 and
+    1, margin 0.5; s = ||h * (w0 - w1)|| = ||(3, -2.5)|| = sqrt(15.25)."""
+    head = torch.nn.Linear(2, 3, bias=False)
+    with torch.no_grad():
+        head.weight.copy_(torch.tensor([[3.0, 0.0], [0.0, 1.25], [1.0, 0.5]]))
+    got = probe.margin_over_noise(head, torch.tensor([[1.0, 2.0]]))
+    assert got == pytest.approx([0.5 / math.sqrt(15.25)], rel=1e-6)
+
+
+def test_the_p_drop_whose_predicted_unanimity_matches_a_target():
+    """Every position at r = 2: unanimity Phi(2 / c)^K; at the paper's 98.4% with K 5, Phi(2 / c) = 0.984^(1/5), so
+    c = 2 / z(0.984^(1/5)) and p = c^2 / (1 + c^2)."""
+    from statistics import NormalDist
+
+    ratios = np.full(10, 2.0)
+    c = 2 / NormalDist().inv_cdf(0.984 ** (1 / 5))
+    assert probe.matching_p_drop(ratios) == pytest.approx(c * c / (1 + c * c), rel=1e-6)
+    assert probe.predicted_unanimity(ratios, 0.5) == pytest.approx(NormalDist().cdf(2.0) ** 5)
+    assert math.isnan(probe.matching_p_drop(np.zeros(3)))  # a margin of 0 flips at any p_drop
