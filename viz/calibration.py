@@ -178,6 +178,12 @@ def size_figure(record: dict) -> go.Figure:
                 f"on one token at {r['unanimity_paper']:.1%} of {r['positions']} positions (every path on the "
                 f"unmasked top-1: {r['unanimity']:.1%}); mean JS threshold {r['js_threshold']:.4f} nats; median "
                 f"top-1 logit margin {r['margin_q50']:.2f}"
+                + (
+                    f"<br>margin over its dropout noise: median {r['noise_ratio_q50']:.2f}; predicted unanimity "
+                    f"{r['predicted_unanimity']:.1%}; the paper's 98.4% predicted at p_drop {r['p_drop_for_paper']:.2g}"
+                    if "noise_ratio_q50" in r
+                    else ""
+                )
                 for m, r in rows
             ],
             hovertemplate="%{customdata}<extra></extra>",
