@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import ray
 import torch
-from ray.exceptions import ActorDiedError, RayActorError, RayTaskError, WorkerCrashedError
+from ray.exceptions import ActorDiedError, OutOfMemoryError, RayActorError, RayTaskError, WorkerCrashedError
 from tqdm.auto import tqdm
 
 from dropmatch.lab import sweep
@@ -38,7 +38,9 @@ RETRIES = 3  # resubmissions of one cell after its actor died, before it is reco
 # waits on its longest (word problems at batch 16: about 60% of the cells per hour of a full batch); with four, a
 # finished cell's place is taken by the next until the chunk's last batch.
 CHUNK_BATCHES = 4
-ACTOR_FAULTS = (RayActorError, ActorDiedError, WorkerCrashedError)
+# an actor that died, crashed or was killed by Ray's memory monitor: its chunk goes back to the queue, a new actor
+# takes its place
+ACTOR_FAULTS = (RayActorError, ActorDiedError, WorkerCrashedError, OutOfMemoryError)
 RunnerFactory = Callable[[], sweep.Runner]  # picklable; called once inside each actor
 
 

@@ -211,3 +211,20 @@ def test_ray_actors_decoding_several_cells_at_a_time_record_the_serial_cells(noi
     )
     pd.testing.assert_frame_equal(serial, on_ray)
     assert sorted(logged_keys(tmp_path / "ray")) == sorted(KEYS)
+
+
+def test_a_chunk_whose_actor_ray_killed_for_memory_runs_again(noisy_pair, tmp_path, monkeypatch):
+    """Ray's memory monitor kills a busy actor when the machine runs short (OutOfMemoryError from ray.get): its
+    chunk goes back to the queue on a fresh actor, as for an actor that died, and the table is complete."""
+    real_get, calls = ray.get, []
+
+    def get_once_out_of_memory(ref, *args, **kwargs):
+        calls.append(ref)
+        if len(calls) == 1:
+            raise ray.exceptions.OutOfMemoryError("1 worker(s) were killed due to the node running low on memory")
+        return real_get(ref, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.ray, "get", get_once_out_of_memory)
+    distributed.run_ray_sweep(ITEMS, SETTINGS, tmp_path / "ray", "s", RUN, TinyBatches(2), actors=2, batch=2)
+    assert sorted(logged_keys(tmp_path / "ray")) == sorted(KEYS) and len(calls) > len(KEYS) // (2 * 4)
+    assert not (tmp_path / "ray" / distributed.FAILED).exists()
