@@ -53,6 +53,7 @@ WORDS = {
     "mcnemar_p": "p (exact)",
     "holm_p": "p, Holm-corrected",
     "diff_lower": "one-sided 95% lower bound",
+    "diff_upper": "one-sided 95% upper bound",
     "non_inferior": "non-inferior at the bar",
     "detectable_loss": "smallest loss detectable (80% power)",
     "design_effect": "design effect",
@@ -89,7 +90,7 @@ PATTERNS = {  # columns named by a p_drop: "score_at_p0.3"
 }
 WIDE = {"family", "settings", "knob_name", "score_lossless", "problems", "pairs", "length_ratio", "capped", "loop"}
 WIDE |= {"ties", "relaxed_cost_mean", "basis", "clusters", "design_effect", "point_within_bar", "knob_point"}
-WIDE |= {"diff_low", "diff_high", "best_tau_point_within_bar"}
+WIDE |= {"diff_low", "diff_high", "diff_upper", "best_tau_point_within_bar"}
 WIDE_PREFIXES = ("tau_at_p", "basis_p")  # DropMatch's tau (the same in every row) and how each score was read
 
 

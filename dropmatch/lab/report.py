@@ -115,6 +115,8 @@ COLUMN_DEFINITIONS = (
         "holm_p": "the exact p-value after Holm's correction for the table's tests (the family-wise error held at 5%)",
         "diff_lower": "one-sided 95% lower bound of score_diff: the more cautious of the paired bootstrap's 5th "
         "percentile (clusters resampled) and Newcombe's score interval; what a non-inferiority claim rests on",
+        "diff_upper": "one-sided 95% upper bound of score_diff, the same way: below the bar, the setting is shown "
+        "to lose more than it",
         "non_inferior": f"yes: the lower bound clears the bar (-{BAR_PROBLEMS}/{BAR_OF} of the problems); no: the "
         "one-sided 95% upper bound lies below it; cannot tell: the interval straddles it",
         "detectable_loss": "the smallest loss of pass@1 these problems detect at 80% power with a two-sided 5% test, "

@@ -224,6 +224,7 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
                 "diff_low": low,
                 "diff_high": high,
                 "diff_lower": lower,
+                "diff_upper": upper,
                 "non_inferior": non_inferior(lower, upper, bar_share()),
                 "lost": lost,
                 "gained": gained,
