@@ -8,7 +8,7 @@ its first N problems cover every template about equally. The template list is pa
 adding or changing a template changes the suite, and a recorded sweep names the suite's version.
 
 A problem's id is `TEMPLATE#k` (`rates-03#17`): problems of one template are not independent, and the verdict
-clusters them by the part before `#`.
+clusters them by the part before `#` (`dropmatch.tables.verdict.cluster`).
 """
 
 from __future__ import annotations
@@ -86,12 +86,6 @@ def problems(n: int, seed: int = 0) -> list[Problem]:
             seen[t.id].add(p.text)
             out.append(p)
     return out
-
-
-def cluster(prompt_id: str) -> str:
-    """The unit a problem is not independent within: its template (`rates-03#17` -> `rates-03`); an id without
-    `#` (a HumanEval task) is its own cluster."""
-    return str(prompt_id).split("#", 1)[0]
 
 
 # ---- scoring by the final number ------------------------------------------------------------------------

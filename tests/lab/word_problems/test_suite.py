@@ -5,7 +5,8 @@ from fractions import Fraction
 import pytest
 
 from dropmatch.lab import suites, word_problems
-from dropmatch.lab.word_problems import cluster, final_number, problems, score_completion
+from dropmatch.lab.word_problems import final_number, problems, score_completion
+from dropmatch.tables.verdict import cluster
 
 
 @pytest.mark.parametrize(
