@@ -30,7 +30,7 @@ from dropmatch.lab.sweep import load_sweep
 from dropmatch.models import check_heads
 from dropmatch.tables.power import parse_share, typed_plan
 from dropmatch.tables.tradeoff import MEASURES
-from dropmatch.tables.verdict import judged
+from dropmatch.tables.verdict import against_lossless, greedy, judged
 from ui.common import (
     DEFAULTS,
     PAIR_CHOICES,
@@ -206,11 +206,13 @@ def plan_power(source, loss, psi, samples, rho) -> str:
         if m < 1 or not 0 <= r <= 1:
             raise ValueError(f"samples a problem must be at least 1 and the correlation between 0 and 1; got {m}, {r}")
         typed = typed_plan(parse_share(psi), share, m, r) if str(psi or "").strip() else None
-        df = pd.DataFrame()
+        rows = pd.DataFrame()
         if source:
             folder, suite = source
-            df = load_sweep(folder).query("suite == @suite")
-        shown = power_tables(df, definition, share, typed)
+            rows = judged(load_sweep(folder).query("suite == @suite"))
+        scored = bool(len(rows) and rows["score"].notna().any())
+        table = against_lossless(rows) if scored else pd.DataFrame()
+        shown = power_tables(table, greedy(rows) if scored else True, definition, share, typed)
     if not shown:
         raise UserError("Open a scored sweep (HumanEval, the word problems) or type a discordance to plan for.")
     return shown

@@ -111,15 +111,20 @@ def _fold(summary: str, body: str) -> str:
 
 
 def verdict_tables(
-    part: pd.DataFrame, about: Callable[[str], str | None], note: str, anchors: list[dict] | None = None
+    part: pd.DataFrame,
+    about: Callable[[str], str | None],
+    note: str,
+    anchors: list[dict] | None = None,
+    table: pd.DataFrame | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """The verdict's tables as the app and the report show them (in plain words, each header's title its column's
     name and definition) and the rows
     they judge (the whole settings); ("", empty) where nothing is scored beside lossless. In view: the note (`note`,
     with the bar in {bar}), the headline and DropMatch at the calibration's anchors; folded on a phone: every setting
-    against lossless and rule against rule at DropMatch's taus. `about`: a column's definition."""
+    against lossless and rule against rule at DropMatch's taus. `about`: a column's definition; `table`: the whole
+    settings' `against_lossless`, where the caller has it already (it resamples every setting: seconds)."""
     whole, partial = complete(part)
-    table = against_lossless(whole)
+    table = against_lossless(whole) if table is None else table
     if table.empty:
         return "", whole.iloc[0:0]
     n = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
@@ -219,11 +224,14 @@ PLAN_COLUMNS = ["rule", "knob", "problems", "lost", "gained", "discordance", "de
 PLAN_COLUMNS += ["power_at_loss", "problems_to_detect", "problems_for_equivalence"]
 
 
-def power_tables(part: pd.DataFrame, about: Callable[[str], str | None], loss: float, typed: dict | None = None) -> str:
-    """The power planner as the app shows it: for the sweep shown, per setting its discordance, the smallest loss its
-    own problems detect at 80% power, its power against `loss`, and the problems needed to detect `loss` or to show
-    equivalence within it (`dropmatch.tables.power.plan`, clusters through their design effect); `typed`: the plan for
-    a discordance typed in (`power.typed_plan`), shown first. Empty where there is nothing to plan."""
+def power_tables(
+    table: pd.DataFrame, greedy_: bool, about: Callable[[str], str | None], loss: float, typed: dict | None = None
+) -> str:
+    """The power planner as the app shows it: for the sweep shown (`table`, its whole settings' `against_lossless`;
+    `greedy_`, whether it decoded at T = 0), per setting its discordance, the smallest loss its own problems detect at
+    80% power, its power against `loss`, and the problems needed to detect `loss` or to show equivalence within it
+    (`dropmatch.tables.power.plan`, clusters through their design effect); `typed`: the plan for a discordance typed
+    in (`power.typed_plan`), shown first. Empty where there is nothing to plan."""
 
     def counted(df: pd.DataFrame) -> pd.DataFrame:  # problems needed: whole problems, rounded up, with separators
         needed = [c for c in df.columns if c.startswith("problems_")]
@@ -232,11 +240,8 @@ def power_tables(part: pd.DataFrame, about: Callable[[str], str | None], loss: f
     out = []
     if typed:
         out.append("<h4>For the discordance typed in</h4>" + _table(counted(pd.DataFrame([typed])), about))
-    whole, _ = complete(part) if len(part) and part["score"].notna().any() else (part.iloc[0:0], None)
-    table = against_lossless(whole) if len(whole) else pd.DataFrame()
     if len(table):
-        planned = plan(table, loss)
-        planned = counted(shown_rules(planned, greedy(whole))[PLAN_COLUMNS])
+        planned = counted(shown_rules(plan(table, loss), greedy_)[PLAN_COLUMNS])
         note = (
             f"Against a loss of {loss:.2%} of pass@1 ({loss * 164:.1f} of 164 problems), two-sided 5%, 80% power, "
             "each setting at its own discordance with lossless (normal approximation of the paired test; the exact "

@@ -15,7 +15,7 @@ from dropmatch.lab.relaxations import kinds_table
 from dropmatch.tables.power import parse_share
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import judged
+from dropmatch.tables.verdict import against_lossless, greedy, judged
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import power_tables, score_curves, verdict_tables
 
@@ -56,7 +56,8 @@ def compose(
     figures = {name: FIGURES[name](rows) if name in shown else None for name in FIGURES}
     figures["tradeoff"] = tradeoff(rows, measure) if measure else None
     scored = bool(len(rows) and rows["score"].notna().any())
-    verdict, whole = verdict_tables(df, about, note, anchors) if scored else ("", None)
+    table = against_lossless(rows) if scored else pd.DataFrame()  # once: the verdict and the planner read it
+    verdict, whole = verdict_tables(df, about, note, anchors, table) if scored else ("", None)
     return Composition(
         full=df,
         judged=rows,
@@ -68,6 +69,6 @@ def compose(
         verdict=verdict,
         curves=score_curves(whole) if verdict else None,
         kinds=kinds_table(rows) if len(rows) else pd.DataFrame(),
-        power=power_tables(df, about, parse_share(DEFAULT_LOSS)) if scored else "",
+        power=power_tables(table, greedy(rows), about, parse_share(DEFAULT_LOSS)) if scored else "",
         summary=summary(df) if len(df) else pd.DataFrame(),
     )
