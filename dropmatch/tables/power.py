@@ -88,24 +88,11 @@ def design_effect(d, units) -> float:
     return float(clustered / independent)
 
 
-def intra_problem_correlation(values: pd.DataFrame) -> float:
-    """The intra-class correlation of outcomes within a problem (rows: problems, columns: its samples), by one-way
-    analysis of variance: (MSB - MSW) / (MSB + (m - 1) MSW); NaN with one sample a problem or no variance."""
-    k, m = values.shape
-    if m < 2 or k < 2:
-        return float("nan")
-    means = values.mean(axis=1)
-    msb = m * ((means - values.to_numpy().mean()) ** 2).sum() / (k - 1)
-    msw = ((values.sub(means, axis=0)) ** 2).to_numpy().sum() / (k * (m - 1))
-    total = msb + (m - 1) * msw
-    return float((msb - msw) / total) if total > 0 else float("nan")
-
-
 def intra_cluster_correlation(values, groups) -> float:
     """The intra-class correlation of outcomes within clusters of unequal sizes (a template's problems), by one-way
     analysis of variance: (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum n_i^2 / N) / (k - 1) the clusters'
-    effective size; with equal sizes it is `intra_problem_correlation`. NaN with under two clusters, no cluster of
-    two or no variance."""
+    effective size (with equal sizes, the balanced estimate (MSB - MSW) / (MSB + (m - 1) MSW)). NaN with under two
+    clusters, no cluster of two or no variance."""
     y = pd.Series(np.asarray(values, float))
     g = y.groupby(np.asarray(groups))
     n, means = g.size(), g.mean()
@@ -119,30 +106,21 @@ def intra_cluster_correlation(values, groups) -> float:
     return float((msb - msw) / denominator) if denominator > 0 else float("nan")
 
 
-def plan(
-    table: pd.DataFrame, loss: float, rho: dict | None = None, alpha: float = ALPHA, power: float = POWER
-) -> pd.DataFrame:
-    """Per setting of a verdict table (verdict.against_lossless: problems, pairs, lost, gained, and where measured
-    its `design_effect`), its discordance, the loss its own problems detect at `power`, the power it has against
-    `loss`, and the problems needed to detect `loss` and to show equivalence within it. With several samples a
-    problem (pairs > problems), the discordance is per (problem, sample) pair and each problem counts as
-    m / (1 + (m - 1) rho) independent ones, rho the setting's intra-problem correlation of its paired differences
-    (`rho`: {(rule, knob): rho}). Where the table measured a design effect (clusters: a problem's samples, a
-    template's problems) that is used instead: a problem is worth m / design_effect independent outcomes, and rho
-    is the intra-cluster correlation it implies, (design_effect - 1) / (mean cluster size - 1)."""
+def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
+    """Per setting of a verdict table (verdict.against_lossless: problems, pairs, lost, gained, clusters and the
+    clusters' `design_effect`), its discordance, the loss its own problems detect at `power`, the power it has
+    against `loss`, and the problems needed to detect `loss` and to show equivalence within it. The discordance is
+    per pair (a problem, or a (problem, sample) pair at T > 0); a problem is worth m / design_effect independent
+    outcomes (m pairs a problem), and rho is the intra-cluster correlation the design effect implies,
+    (design_effect - 1) / (mean cluster size - 1). A table without a design effect is read as independent pairs."""
     rows = []
     for _, r in table.iterrows():
         pairs = r.get("pairs", r["problems"])
         m = pairs / r["problems"]
-        deff = r.get("design_effect", float("nan"))
-        if deff == deff:  # measured on the clusters
-            deff = max(1.0, deff)  # a design effect under 1 (clusters that cancel) is read as independent pairs
-            size = pairs / r.get("clusters", r["problems"])  # pairs a cluster holds, on average
-            corr = (deff - 1) / (size - 1) if size > 1 else float("nan")  # the intra-cluster correlation
-        else:
-            corr = (rho or {}).get((r["rule"], r["knob"]), 0.0) if m > 1 else 0.0
-            corr = 0.0 if corr != corr else max(0.0, corr)  # NaN, or a negative estimate: independent samples
-            deff = 1 + (m - 1) * corr
+        deff = r.get("design_effect", 1.0)
+        deff = 1.0 if deff != deff else max(1.0, deff)  # unmeasured, or clusters that cancel: independent pairs
+        size = pairs / r.get("clusters", r["problems"])  # pairs a cluster holds, on average
+        corr = (deff - 1) / (size - 1) if size > 1 else float("nan")  # the intra-cluster correlation
         effect = m / deff  # independent outcomes a problem is worth
         n, psi = r["problems"] * effect, (r["lost"] + r["gained"]) / pairs
         ok = psi > loss * loss

@@ -76,25 +76,24 @@ def test_the_plan_of_the_recorded_verdict_reads_each_settings_discordance(capsys
     assert row.split()[7:9] == ["16", "14"] and "9651.7639" in row
 
 
-def test_the_intra_problem_correlation_of_handmade_tables():
-    """Samples that always agree within a problem correlate fully; samples that always split, -1 (two a problem);
-    two samples whose problems agree by chance only, near 0."""
-    same = pd.DataFrame([[1, 1], [0, 0], [1, 1], [0, 0]])
-    split = pd.DataFrame([[1, 0], [0, 1], [1, 0], [0, 1]])
-    assert power.intra_problem_correlation(same) == pytest.approx(1.0)
-    assert power.intra_problem_correlation(split) == pytest.approx(-1.0)
+def test_the_intra_cluster_correlation_of_handmade_tables():
+    """Two samples a problem: samples that always agree within a problem correlate fully; samples that always split,
+    -1; two samples whose problems agree by chance only, near 0."""
+
+    def rho(rows):
+        return power.intra_cluster_correlation(
+            [v for row in rows for v in row], [i for i, row in enumerate(rows) for _ in row]
+        )
+
+    assert rho([[1, 1], [0, 0], [1, 1], [0, 0]]) == pytest.approx(1.0)
+    assert rho([[1, 0], [0, 1], [1, 0], [0, 1]]) == pytest.approx(-1.0)
     # MSB = 2 * 0.5 / 3 = 1/3, MSW = 2 / 8 = 1/4: rho = (1/3 - 1/4) / (1/3 + 1/4) = 1/7
-    mixed = pd.DataFrame([[1, 1], [0, 0], [1, 0], [0, 1]])
-    assert power.intra_problem_correlation(mixed) == pytest.approx(1 / 7)
-    assert math.isnan(power.intra_problem_correlation(pd.DataFrame([[1], [0]])))
+    assert rho([[1, 1], [0, 0], [1, 0], [0, 1]]) == pytest.approx(1 / 7)
+    assert math.isnan(rho([[1], [0]]))
 
 
 def test_the_intra_cluster_correlation_of_unequal_clusters():
-    """Equal clusters give the balanced estimate; and a template of three problems that all pass beside one of two
-    that split, worked by hand below."""
-    mixed = pd.DataFrame([[1, 1], [0, 0], [1, 0], [0, 1]])
-    flat, groups = mixed.to_numpy().ravel(), [0, 0, 1, 1, 2, 2, 3, 3]
-    assert power.intra_cluster_correlation(flat, groups) == pytest.approx(power.intra_problem_correlation(mixed))
+    """A template of three problems that all pass beside one of two that split, worked by hand below."""
     y, g = [1, 1, 1, 1, 0], ["a", "a", "a", "b", "b"]
     # means a 1, b 0.5, all 0.8; MSB = (3 * 0.04 + 2 * 0.09) / 1 = 0.3; MSW = (0.25 + 0.25) / 3 = 1/6;
     # n0 = (5 - 13 / 5) / 1 = 2.4; rho = (0.3 - 1/6) / (0.3 + 1.4 / 6)
@@ -105,10 +104,10 @@ def test_the_intra_cluster_correlation_of_unequal_clusters():
 def test_samples_a_problem_enter_the_plan_through_the_design_effect():
     """82 problems, two seeds each, rho 0.12: each problem is worth 2 / 1.12 outcomes; the discordance is per pair."""
     table = pd.DataFrame([{"rule": "a", "knob": 0.3, "problems": 82, "pairs": 164, "lost": 16, "gained": 14}])
-    out = power.plan(table, LOSS, {("a", 0.3): 0.12}).iloc[0]
-    assert out["samples"] == 2 and out["rho"] == 0.12 and out["discordance"] == pytest.approx(PSI)
+    out = power.plan(table.assign(clusters=82, design_effect=1.12), LOSS).iloc[0]  # design effect 1 + (2 - 1) 0.12
+    assert out["samples"] == 2 and out["rho"] == pytest.approx(0.12) and out["discordance"] == pytest.approx(PSI)
     assert out["problems_to_detect"] == pytest.approx(9651.76 * 1.12 / 2, abs=0.05)
-    alone = power.plan(table.assign(pairs=82, lost=8, gained=7), LOSS).iloc[0]
+    alone = power.plan(table.assign(pairs=82, lost=8, gained=7), LOSS).iloc[0]  # no design effect: independent
     assert alone["samples"] == 1 and alone["problems_to_detect"] == pytest.approx(9651.76, abs=0.05)
 
 
