@@ -1,4 +1,4 @@
-"""The command line, all of its argparse: `generate`, `bench`, `headbench`, `sweep`, `report`, `matched` and
+"""The command line, all of its argparse: `generate`, `bench`, `headbench`, `sweep`, `report`, `matched`, `seeds` and
 `calibrate` (a stable contract).
 
 Every subcommand validates its input, calls the core or the lab, and prints; bad input is one line on
@@ -48,10 +48,10 @@ from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
 from dropmatch.lab.files import recorded
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
-from dropmatch.tables import power
+from dropmatch.tables import power, seeds
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import against_lossless, cluster
+from dropmatch.tables.verdict import against_lossless, cluster, judged
 
 
 class _Parser(argparse.ArgumentParser):
@@ -578,6 +578,31 @@ def _cmd_power(args) -> int:
     return 0
 
 
+POOLED = ["rule", "knob", "pairs", "clusters", "tau", "score_diff", "diff_low", "diff_high", "diff_lower",
+          "non_inferior", "lost", "gained", "mcnemar_p", "holm_p", "design_effect"]  # fmt: skip
+
+
+def _cmd_seeds(args) -> int:
+    """DropMatch's mask seed as a source of noise: greedy recordings that differ only in --seed, each seed against
+    lossless, their spread, and the verdict over the seeds pooled (a problem's seeds one cluster)."""
+    df = judged(sweep.load_mask_seeds(args.source, args.suite).dropna(subset=["score"]))
+    if df.empty:
+        raise ValueError(f"the directories hold no scored {args.suite} cells")
+    pooled = against_lossless(df[df["method"].isin(["lossless", "dropmatch"])])  # Holm over the rows shown
+    with pd.option_context("display.width", 220, "display.max_columns", 30):
+        print("each seed against lossless (pass@1 as shares):")
+        print(seeds.per_seed(df).round(4).to_string(index=False))
+        print("\nacross the seeds (churn: problems whose score differs; floor: the tie-only control's churn):")
+        print(seeds.spread(df).round(4).to_string(index=False))
+        print("\nthe seeds pooled, a problem's seeds one cluster (Holm over these settings):")
+        print(pooled.reindex(columns=POOLED).round(4).to_string(index=False))
+        reruns = sweep.seed_free_reruns(args.source, args.suite)
+        if len(reruns):
+            print("\ncells without masks decoded again in a later directory (only the numerics part them at T 0):")
+            print(reruns.to_string(index=False))
+    return 0
+
+
 def _cmd_calibrate(args) -> int:
     _threads(args.threads)
     items = suites.load_suite(args.suite, args.limit)
@@ -849,6 +874,12 @@ def _add_analysis(sub) -> None:
     w.add_argument("--samples", type=_positive, default=1, help="with --psi: samples a problem (T > 0)")
     w.add_argument("--rho", type=float, default=0.0, help="with --samples: the outcomes' intra-problem correlation")
     w.set_defaults(func=_cmd_power)
+    e = sub.add_parser("seeds", help="DropMatch's mask seed as noise: greedy recordings that differ only in --seed")
+    e.add_argument(
+        "--from", dest="source", nargs="+", required=True, help="two or more sweep directories, one per mask seed"
+    )
+    e.add_argument("--suite", default="humaneval", help="which suite of the sweeps (default humaneval)")
+    e.set_defaults(func=_cmd_seeds)
     c = sub.add_parser(
         "calibrate",
         help="path unanimity and relax rates per p_drop, and the p_drops that match the paper's unanimity, effect "

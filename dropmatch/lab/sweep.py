@@ -35,7 +35,7 @@ from dropmatch.config import (
 )
 from dropmatch.criteria import CRITERION_KNOBS, DROPMATCH_CRITERIA, RELATIVE_CRITERIA
 from dropmatch.decode import Request, stream_many
-from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, write_manifest
+from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, recorded, write_manifest
 from dropmatch.lab.suites import SuiteItem, ends_early, score, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
 from dropmatch.tables.summary import summary
@@ -415,6 +415,56 @@ def load_sweep(out_dir: str | Path) -> pd.DataFrame:
     if not (Path(out_dir) / CELLS).exists():
         raise ValueError(f"{out_dir} holds no sweep (no {CELLS})")
     return add_comparisons(read_cells(out_dir))
+
+
+def load_mask_seeds(dirs: list[str | Path], suite: str) -> pd.DataFrame:
+    """Greedy recordings of one suite that differ only in DropMatch's mask seed (each its own directory, recorded with
+    its own --seed) as one tidy table, a row per (problem, setting, seed). DropMatch's rows keep their seed; a row of
+    a method that draws no mask (lossless, a relative) decodes alike under every seed at T = 0, so it is read from the
+    first directory that holds it and stands at every seed, where each seed's DropMatch run is paired with it.
+    Refuses directories recorded with other run-wide settings (batch, draft, tokens): those part for other reasons."""
+    if len(dirs) < 2:
+        raise ValueError("give at least two sweep directories, one per mask seed")
+    entries = [recorded(d, suite) for d in dirs]
+    for d, entry in zip(dirs, entries):
+        if entry is None:
+            raise ValueError(f"{d} holds no {suite} sweep")
+        if entry.run.temperature:
+            raise ValueError(f"{d} was sampled (T {entry.run.temperature:g}); mask seeds are compared greedy")
+    runs = [{k: v for k, v in asdict(e.run).items() if k != "seed"} for e in entries]
+    for d, run in zip(dirs[1:], runs[1:]):
+        if run != runs[0]:
+            diff = ", ".join(f"{k} {runs[0][k]!r} in {dirs[0]}, {run[k]!r} here" for k in run if run[k] != runs[0][k])
+            raise ValueError(f"{d} was recorded with other settings than {dirs[0]} ({diff})")
+    seeds = [e.run.seed for e in entries]
+    if len(set(seeds)) < len(seeds):
+        raise ValueError(f"each directory must hold its own mask seed; got seeds {seeds}")
+    cells = [c[c["suite"] == suite] for c in map(read_cells, dirs)]
+    masked = pd.concat([c[c["method"] == "dropmatch"] for c in cells], ignore_index=True)
+    free = pd.concat([c[c["method"] != "dropmatch"] for c in cells], ignore_index=True).drop_duplicates("key")
+    if not (free["method"] == "lossless").any():
+        raise ValueError(f"none of {', '.join(map(str, dirs))} holds lossless {suite} cells to pair the seeds with")
+    every = pd.concat([free.assign(seed=s) for s in seeds] + [masked], ignore_index=True)
+    every["key"] = every["key"] + "|seed" + every["seed"].astype(int).astype(str)
+    return add_comparisons(every)
+
+
+def seed_free_reruns(dirs: list[str | Path], suite: str) -> pd.DataFrame:
+    """Where a later directory of `load_mask_seeds` reran a method that draws no mask (lossless, a relative): per
+    directory and method, the cells it shares with the first directory that holds them and how many decoded the
+    same tokens. At T = 0 only the numerics can part them (another batch's padding and order at a near-tie): the
+    floor under the churn between seeds."""
+    cells = [c[(c["suite"] == suite) & (c["method"] != "dropmatch")] for c in map(read_cells, dirs)]
+    out = []
+    for i, (d, mine) in enumerate(zip(dirs, cells)):
+        earlier = pd.concat(cells[:i]).drop_duplicates("key").set_index("key") if i else None
+        if earlier is None or mine.empty:
+            continue
+        shared = mine[mine["key"].isin(earlier.index)]
+        for method, part in shared.groupby("method"):
+            same = [a == b for a, b in zip(part["output_ids"], earlier.loc[part["key"], "output_ids"])]
+            out.append({"directory": str(d), "method": method, "cells": len(part), "same_tokens": int(sum(same))})
+    return pd.DataFrame(out, columns=["directory", "method", "cells", "same_tokens"])
 
 
 def write_tables(out_dir: str | Path) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from dropmatch.lab.sweep import (
     check_manifest,
     design_settings,
     ids_divergence,
+    load_mask_seeds,
     load_sweep,
     parse_centre,
     parse_rule,
@@ -26,6 +27,7 @@ from dropmatch.lab.sweep import (
     read_cells,
     run_sweep,
     score_row,
+    seed_free_reruns,
 )
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import setting_points
@@ -443,3 +445,45 @@ def test_a_manifest_keeps_pairs_of_knobs_rules_without_one_and_the_span_gate(tmp
     check_manifest(tmp_path, "s", {"max_new_tokens": 8}, later)  # recorded in parts: the knobs of both kept
     kept = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))["s"]["design"]["rules"]
     assert kept == {"relaxed-top-k": [[8, 0.5], [8, 1.5]], "tie-only": [None], "typical": [0.3]}
+
+
+def test_mask_seeds_load_as_one_table_with_lossless_at_every_seed(noisy_pair, tmp_path):
+    """Greedy runs that differ only in --seed: lossless decodes alike under another seed (the premise the loader rests
+    on, checked here by decoding it), DropMatch does not, and each seed's DropMatch rows are paired with lossless."""
+    items = load_suite(DEFAULT_SUITE, limit=2)
+    both = design_settings({"p_drop": [0.5]}, "ofat", methods=["lossless", "dropmatch"])  # and the centre's 0.3
+    dirs = [tmp_path / "s0", tmp_path / "s1"]
+    for seed, d in enumerate(dirs):
+        run = {"max_new_tokens": 12, "seed": seed}
+        check_manifest(d, "s", run, {"design": "ofat"})
+        run_sweep(items, both, d, "s", run, PairRunner(noisy_pair, 12, seed=seed))
+    zero, one = read_cells(dirs[0]).set_index("key"), read_cells(dirs[1]).set_index("key")
+    lossless = zero.index[zero["method"] == "lossless"]
+    assert zero.loc[lossless, "output_ids"].equals(one.loc[lossless, "output_ids"])
+    masked = zero.index[zero["method"] == "dropmatch"]
+    assert not zero.loc[masked, "output_ids"].equals(one.loc[masked, "output_ids"])  # the seed draws other masks
+
+    df = load_mask_seeds(dirs, "s")
+    assert sorted(df["seed"]) == [0] * 6 + [1] * 6 and df["key"].is_unique
+    for _, row in df[df["method"] == "dropmatch"].iterrows():
+        own = (zero if row["seed"] == 0 else one).loc[row["key"].rsplit("|seed", 1)[0]]
+        assert row["output_ids"] == own["output_ids"]
+        assert row["tau_lossless"] == zero.loc[f"s|{row['prompt_id']}|lossless|g5", "tau"]
+
+    reruns = seed_free_reruns(dirs, "s")
+    expected = {"directory": str(dirs[1]), "method": "lossless", "cells": 2, "same_tokens": 2}
+    assert reruns.to_dict("records") == [expected]
+
+    args = build_parser().parse_args(["seeds", "--from", *map(str, dirs), "--suite", "s"])
+    with pytest.raises(ValueError, match="no scored s cells"):  # a suite without a task score has no verdict
+        args.func(args)
+
+    check_manifest(tmp_path / "b4", "s", {"max_new_tokens": 12, "seed": 2, "batch": 4})
+    with pytest.raises(ValueError, match="other settings.*batch None in .*, 4 here"):
+        load_mask_seeds([dirs[0], tmp_path / "b4"], "s")
+    with pytest.raises(ValueError, match="its own mask seed"):
+        load_mask_seeds([dirs[0], dirs[0]], "s")
+    with pytest.raises(ValueError, match="at least two"):
+        load_mask_seeds(dirs[:1], "s")
+    with pytest.raises(ValueError, match="holds no other"):
+        load_mask_seeds(dirs, "other")
