@@ -37,14 +37,15 @@ from dropmatch.config import (
     TARGET_QUANTS,
     TRUNCATION_KNOBS,
     DecodeConfig,
+    KnobPair,
     bounded_float,
     check_setting,
     criterion_method,
     criterion_names,
 )
-from dropmatch.criteria import CRITERION_KNOBS, KNOBS
+from dropmatch.criteria import CRITERION_KNOBS, KNOBS, RELATIVE_CRITERIA
 from dropmatch.decode import cpu_bf16, cpu_name, generate
-from dropmatch.lab import bench, calibrate, headbench, probe, suites, sweep
+from dropmatch.lab import bench, calibrate, headbench, knob_match, probe, suites, sweep
 from dropmatch.lab.files import recorded
 from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
@@ -603,6 +604,63 @@ def _cmd_seeds(args) -> int:
     return 0
 
 
+def _rule_first(text: str) -> tuple[str, float | None]:
+    """A --rule of match-knobs: a rule's name, or for a pair of knobs its name and first part (relaxed-top-k=8)."""
+    name, _, first = text.partition("=")
+    name = name.strip()
+    knob = CRITERION_KNOBS.get(name)
+    if name not in RELATIVE_CRITERIA or knob is None:
+        with_knob = ", ".join(r for r in RELATIVE_CRITERIA if r in CRITERION_KNOBS)
+        raise ValueError(f"match-knobs takes a relative with a knob ({with_knob}); got {name!r}")
+    if isinstance(knob, KnobPair) != bool(first.strip()):
+        raise ValueError(
+            f"{name}: give its first part, {name}={knob.first.default:g} ({knob.first.name})"
+            if isinstance(knob, KnobPair)
+            else f"{name} has one knob, matched here: write {name} alone"
+        )
+    return name, knob.first.check(first) if first.strip() else None
+
+
+def _cmd_match_knobs(args) -> int:
+    """Each relative's knob that accepts DropMatch's share of exact-match rejections, on a sweep's lossless outputs."""
+    _threads(args.threads)
+    name = suites.suite_name(args.suite)
+    entry = recorded(args.source, name)
+    if entry is None:
+        raise ValueError(f"{args.source} holds no {name} sweep to read lossless outputs and the pair from")
+    if not args.rule and not args.span_gate:
+        raise ValueError("name the rules to match (--rule NAME, repeated) or ask for --span-gate")
+    run = entry.run
+    if run.temperature:
+        raise ValueError(f"{args.source} was sampled (T {run.temperature:g}); knobs are matched on greedy positions")
+    table = sweep.load_sweep(args.source)
+    items = suites.load_suite(args.suite, args.limit)
+    pair = load_pair(
+        run.target_id or DEFAULT_TARGET,
+        run.draft_id or DEFAULT_DRAFT,
+        run.dtype or "bfloat16",
+        args.device,
+        draft_quant=run.draft_quant or "none",
+        draft_vocab=run.draft_vocab,
+    )
+    prompts = calibrate.recorded_outputs(table[table["suite"] == name], items)
+    positions = calibrate.collect(pair, prompts, rejected_only=True, gates=args.span_gate)
+    found = knob_match.matched_knobs(pair, positions, dict(args.rule), args.p_drop, args.span_gate)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(found.to_string(index=False, float_format="{:.4f}".format))
+    print(
+        f"DropMatch {PAPER_SETTING['criterion']} at p_drop {args.p_drop:g} accepts {found['share_target'].iloc[0]:.1%}"
+        f" of the {found['rejections'].iloc[0]} exact-match rejections on {len(items)} recorded lossless outputs"
+    )
+    reached = found[found["reached"] & found["rule"].isin(RELATIVE_CRITERIA)]
+    flags = [f"--rule {r.rule}={r.knob if isinstance(r.knob, str) else f'{r.knob:.4g}'}" for r in reached.itertuples()]
+    print("to sweep each at its predicted match:", " ".join(flags) or "(none reached)")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(found.to_json(orient="records", indent=1) + "\n")
+    return 0
+
+
 def _cmd_calibrate(args) -> int:
     _threads(args.threads)
     items = suites.load_suite(args.suite, args.limit)
@@ -880,6 +938,28 @@ def _add_analysis(sub) -> None:
     )
     e.add_argument("--suite", default="humaneval", help="which suite of the sweeps (default humaneval)")
     e.set_defaults(func=_cmd_seeds)
+    k = sub.add_parser(
+        "match-knobs",
+        help="each relative's knob that accepts DropMatch's share of exact-match rejections, before sweeping it",
+        description=knob_match.__doc__.splitlines()[0],
+    )
+    k.add_argument("--from", dest="source", required=True, help="a sweep directory with the suite's lossless outputs")
+    k.add_argument("--suite", required=True, help="the sweep's suite: word-problems, humaneval or a JSONL file")
+    k.add_argument("--limit", type=_positive, help="only the first N prompts / problems")
+    k.add_argument(
+        "--rule",
+        type=_arg(_rule_first),
+        action="append",
+        default=[],
+        metavar="NAME[=FIRST]",
+        help="a relative to match (repeat for more); a pair of knobs with its first part held, relaxed-top-k=8",
+    )
+    k.add_argument("--span-gate", action="store_true", help="also DropMatch's p_drop behind the span gate")
+    k.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="DropMatch's reference p_drop")
+    k.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    k.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
+    k.add_argument("--json", default=None, help="write the table here")
+    k.set_defaults(func=_cmd_match_knobs)
     c = sub.add_parser(
         "calibrate",
         help="path unanimity and relax rates per p_drop, and the p_drops that match the paper's unanimity, effect "

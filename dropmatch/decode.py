@@ -338,7 +338,7 @@ class Decoder:
         if not self.cfg.span_gate:
             return ()
         ids = self.trace.token_ids
-        pieces = _pieces(self.pair.tokenizer, ids + drafts, len(ids))
+        pieces = token_pieces(self.pair.tokenizer, ids + drafts, len(ids))
         prefix, code, closed = self.trace.prompt + self.trace.text, not self.trace.chat, []
         for piece in pieces:
             closed.append(not gate_open(prefix, piece, code))
@@ -434,7 +434,7 @@ class Decoder:
         """The round's tokens join the output, and its records the trace (their numbers read in one copy: yielded)."""
         start = len(self.trace.token_ids)
         self.trace.token_ids.extend(outcome.emitted)
-        pieces = _pieces(self.pair.tokenizer, self.trace.token_ids, start)  # one per emitted token
+        pieces = token_pieces(self.pair.tokenizer, self.trace.token_ids, start)  # one per emitted token
         reads = self.rule.reads if self.rule is not None else ()
         values = yield record_values(outcome, reads=reads, full=self.cfg.evidence, top_n=self.cfg.top_n)
         self.trace.records.extend(records_from(self.pair.tokenizer, outcome, pieces, values))
@@ -631,7 +631,7 @@ def _costs(t: int, k: int, K: int, checked: dict, seconds: dict) -> RoundRecord:
     )
 
 
-def _pieces(tokenizer, ids: list[int], start: int) -> list[str]:
+def token_pieces(tokenizer, ids: list[int], start: int) -> list[str]:
     """Text of each token from `start` on, by incremental decoding (a multi-byte character lands on the
     token that completes it). Decodes a short window, so the cost does not grow with the output."""
     base = max(0, start - 6)

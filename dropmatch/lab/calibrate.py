@@ -36,10 +36,11 @@ from dropmatch.config import (
     DecodeConfig,
 )
 from dropmatch.criteria import DROPMATCH_CRITERIA, RULES
-from dropmatch.decode import generate, position_generator
+from dropmatch.decode import generate, position_generator, token_pieces
 from dropmatch.evidence import Evidence
 from dropmatch.heads import PathStats, TargetHead, path_logits
 from dropmatch.models import ModelPair, encode_prompt
+from dropmatch.token_kinds import gate_open
 
 CHUNK = 16  # positions per batched head product
 
@@ -53,25 +54,41 @@ class Positions:
     draft: torch.Tensor
     q_logprobs: torch.Tensor
     z: torch.Tensor  # [N, V] float32 unmasked logits
+    gate: torch.Tensor | None = None  # [N] bool, where the span gate lets a rule relax (`collect(gates=True)`)
 
 
 @torch.inference_mode()
-def collect(pair: ModelPair, prompts: list[tuple[str, bool, list[int]]]) -> Positions:
-    """Positions of (prompt, chat, output ids) triples: one target and one draft forward over each sequence."""
+def collect(
+    pair: ModelPair, prompts: list[tuple[str, bool, list[int]]], rejected_only: bool = False, gates: bool = False
+) -> Positions:
+    """Positions of (prompt, chat, output ids) triples: one target and one draft forward over each sequence.
+    `rejected_only` keeps the positions where exact match rejects the draft's proposal (the only ones a relaxed rule
+    can change, at a fraction of the memory); `gates` records where the span gate is open at each kept position
+    (`token_kinds.gate_open` on the prompt and output so far and the proposal's own text, as a run reads them)."""
     head = TargetHead.of(pair.target)
-    hs, zs, qs = [], [], []
+    hs, zs, qs, gate = [], [], [], []
     for prompt, chat, output in prompts:
         ids = encode_prompt(pair.tokenizer, prompt, chat) + list(output)
         span = slice(len(ids) - len(output) - 1, len(ids) - 1)  # the positions that predict each output token
         x = torch.tensor([ids], device=pair.device)
         h = pair.target.get_decoder()(input_ids=x, use_cache=False).last_hidden_state[0, span]  # [n, H]
-        hs.append(h)
-        zs.append(head(h).cpu())
-        qs.append(torch.log_softmax(pair.draft(input_ids=x, use_cache=False).logits[0, span].float().cpu(), -1))
+        z = head(h).cpu()
+        q = torch.log_softmax(pair.draft(input_ids=x, use_cache=False).logits[0, span].float().cpu(), -1)
+        kept = (q.argmax(-1) != z.argmax(-1)) if rejected_only else torch.ones(len(output), dtype=torch.bool)
+        hs.append(h[kept.to(h.device)])
+        zs.append(z[kept])
+        qs.append(q[kept])
+        if gates:
+            drafts = q.argmax(-1).tolist()
+            for t in kept.nonzero()[:, 0].tolist():
+                prefix = prompt + pair.tokenizer.decode(output[:t], skip_special_tokens=False)
+                piece = token_pieces(pair.tokenizer, list(output[:t]) + [drafts[t]], t)[0]
+                gate.append(gate_open(prefix, piece, code=not chat))
     z, q = torch.cat(zs), torch.cat(qs)
     V = max(z.shape[-1], q.shape[-1])
     z, q = (torch.nn.functional.pad(t, (0, V - t.shape[-1]), value=float("-inf")) for t in (z, q))
-    return Positions(h=torch.cat(hs), argmax=z.argmax(-1), draft=q.argmax(-1), q_logprobs=q, z=z)
+    flags = torch.tensor(gate, dtype=torch.bool) if gates else None
+    return Positions(h=torch.cat(hs), argmax=z.argmax(-1), draft=q.argmax(-1), q_logprobs=q, z=z, gate=flags)
 
 
 def uniforms(n: int, K: int, hidden: int, seed: int) -> torch.Tensor:
