@@ -74,7 +74,7 @@ def collect(
         h = pair.target.get_decoder()(input_ids=x, use_cache=False).last_hidden_state[0, span]  # [n, H]
         z = head(h).cpu()
         q = torch.log_softmax(pair.draft(input_ids=x, use_cache=False).logits[0, span].float().cpu(), -1)
-        kept = (q.argmax(-1) != z.argmax(-1)) if rejected_only else torch.ones(len(output), dtype=torch.bool)
+        kept = (q.argmax(-1) != z.argmax(-1)) if rejected_only else torch.ones_like(z[:, 0], dtype=torch.bool)
         hs.append(h[kept.to(h.device)])
         zs.append(z[kept])
         qs.append(q[kept])
