@@ -51,7 +51,7 @@ from dropmatch.lab.paper import HEAD_COST_MS
 from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tables import power, seeds
 from dropmatch.tables.summary import summary
-from dropmatch.tables.tradeoff import matched_table
+from dropmatch.tables.tradeoff import matched_table, setting_points
 from dropmatch.tables.verdict import against_lossless, cluster, judged
 
 
@@ -646,6 +646,7 @@ def _cmd_match_knobs(args) -> int:
     prompts = calibrate.recorded_outputs(table[table["suite"] == name], items)
     positions = calibrate.collect(pair, prompts, rejected_only=True, gates=args.span_gate)
     found = knob_match.matched_knobs(pair, positions, dict(args.rule), args.p_drop, args.span_gate)
+    found = knob_match.measured_check(found, setting_points(judged(table[table["suite"] == name])), args.p_drop)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(found.to_string(index=False, float_format="{:.4f}".format))
     print(

@@ -169,3 +169,23 @@ def rising_root(measure, start: float, target: float, step: float = 0.1, top: fl
         lo, hi, s_lo, s_hi = (mid, hi, s_mid, s_hi) if s_mid < target else (lo, mid, s_lo, s_mid)
     value, share = (lo, s_lo) if target - s_lo <= s_hi - target else (hi, s_hi)
     return {"knob": value, "share": share, "reached": True, "range": None}
+
+
+def measured_check(found: pd.DataFrame, points: pd.DataFrame, p_drop: float = PAPER_SETTING["p_drop"]) -> pd.DataFrame:
+    """`found` with what a sweep already measured beside each prediction, where it ran the rule at knobs around it:
+    DropMatch's pooled tau at `p_drop` (`tau_dropmatch`) and the rule's tau read off its measured curve at the
+    predicted knob (`tau_at_knob`, linear between the two measured knobs around it; NaN outside them). `points`:
+    `tables.tradeoff.setting_points` of the sweep."""
+    dm = points[(points["method"] == "dropmatch") & np.isclose(points["knob"].astype(float), p_drop)]
+    out = found.assign(tau_dropmatch=float(dm["tau"].iloc[0]) if len(dm) else float("nan"), tau_at_knob=float("nan"))
+    for i, row in out.iterrows():
+        if not row["reached"] or row["rule"] not in RULES or row["rule"] not in CRITERION_KNOBS:
+            continue
+        pair = isinstance(row["knob"], str)
+        curve_name = f"{row['rule']} K{row['knob'].split('/')[0]}" if pair else row["rule"]
+        value = float(row["knob"].split("/")[1]) if pair else float(row["knob"])
+        curve = points[(points["rule"] == curve_name)].dropna(subset=["knob", "tau"]).sort_values("knob")
+        if len(curve) >= 2 and curve["knob"].min() <= value <= curve["knob"].max():
+            knobs, taus = curve["knob"].to_numpy(float), curve["tau"].to_numpy(float)
+            out.loc[i, "tau_at_knob"] = float(np.interp(value, knobs, taus))
+    return out

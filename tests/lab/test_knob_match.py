@@ -83,3 +83,31 @@ def test_the_matched_knob_accepts_dropmatchs_share_on_the_tiny_pair(noisy_pair, 
     whole = table.loc["top-k", "knob"]
     assert whole == int(whole) and abs(table.loc["top-k", "share"] - target) <= 2 * step
     assert table.loc["DropMatch (span-gated)", "knob"] >= 0.35  # the gate only takes accepts away
+
+
+def test_the_measured_check_reads_each_rules_curve_at_the_predicted_knob():
+    import pandas as pd
+
+    points = pd.DataFrame(
+        [
+            {"rule": "DropMatch js+majority", "method": "dropmatch", "knob": 0.3, "tau": 5.4},
+            {"rule": "DropMatch js+majority", "method": "dropmatch", "knob": 0.1, "tau": 4.9},
+            {"rule": "typical", "method": "relative", "knob": 0.3, "tau": 5.5},
+            {"rule": "typical", "method": "relative", "knob": 0.65, "tau": 5.3},
+            {"rule": "relaxed-top-k K8", "method": "relative", "knob": 0.5, "tau": 5.0},
+            {"rule": "relaxed-top-k K8", "method": "relative", "knob": 1.5, "tau": 6.0},
+        ]
+    )
+    found = pd.DataFrame(
+        [
+            {"rule": "typical", "knob": 0.475, "reached": True},
+            {"rule": "relaxed-top-k", "knob": "8/1", "reached": True},
+            {"rule": "ensemble", "knob": 0.5, "reached": True},  # not swept: nothing to read
+            {"rule": "typical", "knob": 0.9, "reached": True},  # outside the measured knobs
+            {"rule": "DropMatch (span-gated)", "knob": 0.32, "reached": True},
+        ]
+    )
+    got = knob_match.measured_check(found, points)
+    assert (got["tau_dropmatch"] == 5.4).all()
+    assert got["tau_at_knob"].iloc[:2].round(6).tolist() == [5.4, 5.5]
+    assert got["tau_at_knob"].iloc[2:].isna().all()
