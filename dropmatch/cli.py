@@ -956,7 +956,12 @@ def _add_analysis(sub) -> None:
         help="a relative to match (repeat for more); a pair of knobs with its first part held, relaxed-top-k=8",
     )
     k.add_argument("--span-gate", action="store_true", help="also DropMatch's p_drop behind the span gate")
-    k.add_argument("--p-drop", type=float, default=PAPER_SETTING["p_drop"], help="DropMatch's reference p_drop")
+    k.add_argument(
+        "--p-drop",
+        type=_arg(lambda t: check_setting("p_drop", t)),
+        default=PAPER_SETTING["p_drop"],
+        help="DropMatch's reference p_drop (default the paper's 0.3)",
+    )
     k.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
     k.add_argument("--threads", type=_positive, default=2, help="torch CPU threads (at most the usable CPUs)")
     k.add_argument("--json", default=None, help="write the table here")

@@ -11,11 +11,11 @@ measurement: the positions are lossless's, where a relaxed run soon writes its o
 where rejections cluster gains less tau than one that relaxes the same share spread out. The sweep then measures the
 tau, and the verdict pairs only the settings it finds within the tolerance.
 
-DropMatch behind the span gate (`--span-gate`): the p_drop at which DropMatch's accepts where the gate is open (`token_
-kinds.gate_open`: prose anywhere but a token with a digit; code in comments, strings and whitespace) reach the same
-share. Per rule, the share is measured on a grid across the knob's range (linear, and geometric toward 0 for a knob
-whose small values matter), then on a fine grid between the two values around the crossing, and read by linear
-interpolation; an integer knob takes the nearer whole value.
+DropMatch behind the span gate (`--span-gate`): the p_drop at which DropMatch's accepts where the gate is open
+(`token_kinds.gate_open`: prose anywhere but a token with a digit; code in comments, strings and whitespace) reach
+the same share. Per rule, the share is measured on a grid across the knob's range (linear, and geometric toward 0 for
+a knob whose small values matter), then on a fine grid between the two values around the crossing, and read by
+linear interpolation; an integer knob takes the whole value on either side whose share lies nearer.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def rule_shares(pos: Positions, name: str, knobs, first=None) -> np.ndarray:
     every value."""
     idx = rejected(pos)
     hits = np.zeros(len(knobs))
-    for rows in idx.split(ROWS):
+    for rows in idx.split(ROWS) if len(idx) else ():
         ev = Evidence(pos.draft[rows], pos.q_logprobs[rows], pos.z[rows])
         for i, k in enumerate(knobs):
             hits[i] += int(RULES[name](ev, float(k) if first is None else (first, float(k))).accept.sum())
@@ -70,6 +70,8 @@ def dropmatch_accepts(
     drawn as `calibrate.measure` draws them (one uniform per position, path and unit: the masks of a larger p_drop
     drop a superset of the units)."""
     idx, head = rejected(pos), TargetHead.of(pair.target)
+    if not len(idx):
+        return torch.zeros(0, dtype=torch.bool)
     name = criterion or PAPER_SETTING["criterion"]
     u = uniforms(len(pos.argmax), K, pos.h.shape[-1], seed)
     out = []
@@ -78,7 +80,7 @@ def dropmatch_accepts(
         logits = torch.nn.functional.pad(logits, (0, pos.z.shape[-1] - logits.shape[-1]), value=float("-inf"))
         stats = PathStats(logits=logits, draft=pos.draft[rows], q_logprobs=pos.q_logprobs[rows])
         out.append(RULES[name](Evidence(pos.draft[rows], pos.q_logprobs[rows], pos.z[rows], paths=stats)).accept)
-    return torch.cat(out) if out else torch.zeros(0, dtype=torch.bool)
+    return torch.cat(out)
 
 
 def crossing(knobs: np.ndarray, shares: np.ndarray, target: float) -> tuple[int, float] | None:
@@ -123,7 +125,9 @@ def matched_knobs(
     DropMatch behind the gate: the knob whose share of exact-match rejections accepted equals DropMatch's at
     `p_drop`, the share there, and DropMatch's own as `share_target`."""
     base = dropmatch_accepts(pair, pos, p_drop)
-    target = float(base.float().mean()) if len(base) else float("nan")
+    if not len(base):
+        raise ValueError("no recorded position has exact match reject the draft: there is no share to match")
+    target = float(base.float().mean())
     rows = []
     for name, first in rules.items():
         knob = CRITERION_KNOBS[name]

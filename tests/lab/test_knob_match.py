@@ -111,3 +111,10 @@ def test_the_measured_check_reads_each_rules_curve_at_the_predicted_knob():
     assert (got["tau_dropmatch"] == 5.4).all()
     assert got["tau_at_knob"].iloc[:2].round(6).tolist() == [5.4, 5.5]
     assert got["tau_at_knob"].iloc[2:].isna().all()
+
+
+def test_no_rejection_is_a_clear_error(noisy_pair):
+    pos = handmade()
+    agreeing = Positions(h=pos.h, argmax=pos.argmax, draft=pos.argmax.clone(), q_logprobs=pos.q_logprobs, z=pos.z)
+    with pytest.raises(ValueError, match="no recorded position has exact match reject"):
+        knob_match.matched_knobs(noisy_pair, agreeing, {"top-k": None})
