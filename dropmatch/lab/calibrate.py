@@ -97,6 +97,15 @@ def uniforms(n: int, K: int, hidden: int, seed: int) -> torch.Tensor:
     return torch.stack([torch.rand(K, hidden, generator=position_generator(seed, 0, i)) for i in range(n)])
 
 
+def path_evidence(head: TargetHead, pos: Positions, rows, p_drop: float, u: torch.Tensor) -> Evidence:
+    """The evidence at positions `rows` of `pos` with DropMatch's K paths at `p_drop` (masks keep u >= p_drop), the
+    paths' logits padded to the positions' vocabulary."""
+    logits = path_logits(pos.h[rows], head, u[rows] >= p_drop, p_drop).cpu()  # [P, K, V]
+    logits = torch.nn.functional.pad(logits, (0, pos.z.shape[-1] - logits.shape[-1]), value=float("-inf"))
+    stats = PathStats(logits=logits, draft=pos.draft[rows], q_logprobs=pos.q_logprobs[rows])
+    return Evidence(pos.draft[rows], pos.q_logprobs[rows], pos.z[rows], paths=stats)
+
+
 @torch.inference_mode()
 def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> dict:
     """Unanimity (both counts), mean JS threshold and each DropMatch rule's relax rate at one p_drop."""
@@ -104,15 +113,12 @@ def measure(pair: ModelPair, pos: Positions, p_drop: float, u: torch.Tensor) -> 
     unanimous, agreeing, thresholds, relaxed = [], [], [], {name: [] for name in DROPMATCH_CRITERIA}
     for start in range(0, len(pos.argmax), CHUNK):
         rows = slice(start, start + CHUNK)
-        logits = path_logits(pos.h[rows], head, u[rows] >= p_drop, p_drop).cpu()  # [P, K, V]
-        logits = torch.nn.functional.pad(logits, (0, pos.z.shape[-1] - logits.shape[-1]), value=float("-inf"))
-        top1 = logits.argmax(-1)  # [P, K]
+        ev = path_evidence(head, pos, rows, p_drop, u)
+        top1 = ev.paths.logits.argmax(-1)  # [P, K]
         unanimous.append((top1 == pos.argmax[rows, None]).all(-1))
         agreeing.append((top1 == top1[:, :1]).all(-1))  # all K votes for one token, whichever it is
         rejected = pos.draft[rows] != pos.argmax[rows]
-        stats = PathStats(logits=logits, draft=pos.draft[rows], q_logprobs=pos.q_logprobs[rows])
-        thresholds.append(stats.js_paths.max(-1).values)
-        ev = Evidence(pos.draft[rows], pos.q_logprobs[rows], pos.z[rows], paths=stats)
+        thresholds.append(ev.paths.js_paths.max(-1).values)
         for name in DROPMATCH_CRITERIA:
             relaxed[name].append(RULES[name](ev).accept[rejected])
     rejected_n = int((pos.draft != pos.argmax).sum())

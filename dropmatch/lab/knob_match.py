@@ -24,12 +24,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dropmatch.config import PAPER_SETTING, Knob, KnobPair
+from dropmatch.config import PAPER_SETTING, Knob
 from dropmatch.criteria import CRITERION_KNOBS, RULES
 from dropmatch.evidence import Evidence
-from dropmatch.heads import PathStats, TargetHead, path_logits
-from dropmatch.lab.calibrate import CHUNK, Positions, uniforms
+from dropmatch.heads import TargetHead
+from dropmatch.lab.calibrate import CHUNK, Positions, path_evidence, uniforms
 from dropmatch.models import ModelPair
+from dropmatch.tables.tradeoff import knob_of, rule_name
 
 COARSE, FINE = 241, 41  # knob values per rule on the grid across its range, and between the two around the crossing
 ROWS = 256  # rejected positions per Evidence (each holds their full target and draft distributions)
@@ -74,13 +75,7 @@ def dropmatch_accepts(
         return torch.zeros(0, dtype=torch.bool)
     name = criterion or PAPER_SETTING["criterion"]
     u = uniforms(len(pos.argmax), K, pos.h.shape[-1], seed)
-    out = []
-    for rows in idx.split(CHUNK):
-        logits = path_logits(pos.h[rows], head, u[rows] >= p_drop, p_drop).cpu()  # [P, K, V]
-        logits = torch.nn.functional.pad(logits, (0, pos.z.shape[-1] - logits.shape[-1]), value=float("-inf"))
-        stats = PathStats(logits=logits, draft=pos.draft[rows], q_logprobs=pos.q_logprobs[rows])
-        out.append(RULES[name](Evidence(pos.draft[rows], pos.q_logprobs[rows], pos.z[rows], paths=stats)).accept)
-    return torch.cat(out)
+    return torch.cat([RULES[name](path_evidence(head, pos, rows, p_drop, u)).accept for rows in idx.split(CHUNK)])
 
 
 def crossing(knobs: np.ndarray, shares: np.ndarray, target: float) -> tuple[int, float] | None:
@@ -131,8 +126,7 @@ def matched_knobs(
     rows = []
     for name, first in rules.items():
         knob = CRITERION_KNOBS[name]
-        along = knob.position if isinstance(knob, KnobPair) else knob
-        found = match(lambda values, n=name, f=first: rule_shares(pos, n, values, f), along, target)
+        found = match(lambda values, n=name, f=first: rule_shares(pos, n, values, f), knob.position, target)
         shown = found["knob"] if first is None else f"{first:g}/{found['knob']:.4g}"
         rows.append({"rule": name, "knob_name": knob.name, **found, "knob": shown})
     if span_gate:
@@ -185,10 +179,9 @@ def measured_check(found: pd.DataFrame, points: pd.DataFrame, p_drop: float = PA
     for i, row in out.iterrows():
         if not row["reached"] or row["rule"] not in RULES or row["rule"] not in CRITERION_KNOBS:
             continue
-        pair = isinstance(row["knob"], str)
-        curve_name = f"{row['rule']} K{row['knob'].split('/')[0]}" if pair else row["rule"]
-        value = float(row["knob"].split("/")[1]) if pair else float(row["knob"])
-        curve = points[(points["rule"] == curve_name)].dropna(subset=["knob", "tau"]).sort_values("knob")
+        setting = {"method": "relative", "criterion": row["rule"], "knob": row["knob"]}
+        value = knob_of(setting)
+        curve = points[(points["rule"] == rule_name(setting))].dropna(subset=["knob", "tau"]).sort_values("knob")
         if len(curve) >= 2 and curve["knob"].min() <= value <= curve["knob"].max():
             knobs, taus = curve["knob"].to_numpy(float), curve["tau"].to_numpy(float)
             out.loc[i, "tau_at_knob"] = float(np.interp(value, knobs, taus))
