@@ -30,7 +30,7 @@ from dropmatch.lab.sweep import load_sweep
 from dropmatch.models import check_heads
 from dropmatch.tables.power import parse_share, typed_plan
 from dropmatch.tables.tradeoff import MEASURES
-from dropmatch.tables.verdict import against_lossless, greedy, judged
+from dropmatch.tables.verdict import greedy, judged, scored_against_lossless
 from ui.common import (
     DEFAULTS,
     PAIR_CHOICES,
@@ -210,8 +210,7 @@ def plan_power(source, loss, psi, samples, rho) -> str:
         if source:
             folder, suite = source
             rows = judged(load_sweep(folder).query("suite == @suite"))
-        scored = bool(len(rows) and rows["score"].notna().any())
-        table = against_lossless(rows) if scored else pd.DataFrame()
+        scored, table = scored_against_lossless(rows)
         shown = power_tables(table, greedy(rows) if scored else True, definition, share, typed)
     if not shown:
         raise UserError("Open a scored sweep (HumanEval, the word problems) or type a discordance to plan for.")

@@ -15,7 +15,7 @@ from dropmatch.lab.relaxations import kinds_table
 from dropmatch.tables.power import parse_share
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import against_lossless, greedy, judged
+from dropmatch.tables.verdict import greedy, judged, scored_against_lossless
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import power_tables, score_curves, verdict_tables
 
@@ -55,8 +55,7 @@ def compose(
     measure = measure if measure in measures else (measures[0] if measures else None)
     figures = {name: FIGURES[name](rows) if name in shown else None for name in FIGURES}
     figures["tradeoff"] = tradeoff(rows, measure) if measure else None
-    scored = bool(len(rows) and rows["score"].notna().any())
-    table = against_lossless(rows) if scored else pd.DataFrame()  # once: the verdict and the planner read it
+    scored, table = scored_against_lossless(rows)  # once: the verdict and the planner read it
     verdict, whole = verdict_tables(df, about, note, anchors, table) if scored else ("", None)
     return Composition(
         full=df,

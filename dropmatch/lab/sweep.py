@@ -39,6 +39,7 @@ from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, rec
 from dropmatch.lab.suites import SuiteItem, ends_early, score, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
 from dropmatch.tables.summary import summary
+from dropmatch.tables.tradeoff import with_centres
 
 METHODS = SWEEP_METHODS  # a sweep's baseline, the method it varies, the relatives and truncation sampling
 KNOBLESS = tuple(name for name in RELATIVE_CRITERIA if name not in CRITERION_KNOBS)  # relatives with no knob
@@ -407,7 +408,7 @@ def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
     df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"]
     pairs = [ids_divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]
     df["first_divergence"], df["equal_share"] = [p[0] for p in pairs], [p[1] for p in pairs]
-    return df[[*COLUMNS, *DERIVED]]
+    return with_centres(df[[*COLUMNS, *DERIVED]].copy())
 
 
 def load_sweep(out_dir: str | Path) -> pd.DataFrame:

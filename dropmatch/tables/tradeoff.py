@@ -19,6 +19,8 @@ from dropmatch.config import FACTORS, KNOB_METHODS, PAPER_SETTING, TRUNCATION_KN
 from dropmatch.criteria import CRITERION_KNOBS, RULES
 from dropmatch.metrics import pooled_tau
 
+CENTRES = "centres"  # the key of a loaded sweep's attrs under which each suite's centre is kept
+
 
 @dataclass(frozen=True)
 class Measure:
@@ -76,13 +78,34 @@ def curve_knob(rule: str):
 
 
 def centre(df: pd.DataFrame) -> dict:
+    """The held value of each DropMatch factor of a suite's rows (`infer_centre`). A loaded sweep carries each
+    suite's centre, computed once when it was read (`with_centres`); a frame of one suite derived from it (a suite's
+    part, a subset of rows, the rows every setting ran) reads it there, so its figures and tables hold the same
+    setting whatever rows they kept. Any other frame (handmade, or several suites) computes it from its rows."""
+    known = df.attrs.get(CENTRES)
+    if known is not None and "suite" in df:
+        suites = df["suite"].unique()
+        if len(suites) == 1 and suites[0] in known:
+            return dict(known[suites[0]])
+    return infer_centre(df)
+
+
+def infer_centre(df: pd.DataFrame) -> dict:
     """The held value of each DropMatch factor: its most frequent value among DropMatch rows; on a tie (a sweep
-    that ran each value equally often) the paper's setting when it is one of them, else the smallest."""
+    that ran each value equally often) the paper's setting when it is one of them, else the smallest. {} where no
+    DropMatch row ran."""
     dm = df[df["method"] == "dropmatch"]
     if dm.empty:
         return {}
     modes = {f: list(dm[f].mode()) for f in FACTORS}
     return {f: PAPER_SETTING[f] if PAPER_SETTING[f] in modes[f] else modes[f][0] for f in FACTORS}
+
+
+def with_centres(df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's table with each suite's centre computed once and kept with it (pandas carries `attrs` to the
+    frames derived from it), for `centre` to read."""
+    df.attrs[CENTRES] = {suite: infer_centre(part) for suite, part in df.groupby("suite", sort=False)}
+    return df
 
 
 def held(df: pd.DataFrame, *vary: str) -> pd.DataFrame:

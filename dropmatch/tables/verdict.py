@@ -356,6 +356,13 @@ def headline(df: pd.DataFrame, p_drops=REFERENCE_P_DROPS) -> pd.DataFrame:
     return result
 
 
+def scored_against_lossless(rows: pd.DataFrame) -> tuple[bool, pd.DataFrame]:
+    """Whether a suite's rows carry a task score, and if so its `against_lossless` table (else an empty one): what
+    the verdict and the power planner both read."""
+    scored = bool(len(rows) and rows["score"].notna().any())
+    return scored, against_lossless(rows) if scored else pd.DataFrame()
+
+
 def greedy(df: pd.DataFrame) -> bool:
     """Whether a sweep's rows decoded at T = 0 (a recording without a temperature column did)."""
     return "temperature" not in df or bool((df["temperature"].fillna(0) == 0).all())

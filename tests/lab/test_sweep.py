@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from dropmatch.cli import build_parser
@@ -29,8 +30,9 @@ from dropmatch.lab.sweep import (
     score_row,
     seed_free_reruns,
 )
+from dropmatch.tables import tradeoff
 from dropmatch.tables.summary import summary
-from dropmatch.tables.tradeoff import setting_points
+from dropmatch.tables.tradeoff import centre, setting_points
 from viz.sweep import relevant
 
 PAPER_GRID = {"p_drop": [0, 0.1, 0.2, 0.3, 0.4, 0.5], "K": [1, 3, 5, 8], "gamma": [3, 5, 8]}
@@ -169,6 +171,22 @@ def test_tidy_table_schema_and_comparisons(tmp_path):
     assert load_sweep(tmp_path).equals(df)
     with pytest.raises(ValueError, match="holds no sweep"):
         load_sweep(tmp_path / "missing")
+
+
+def test_a_loaded_sweep_computes_each_suites_centre_once_and_its_subsets_read_it(tmp_path, monkeypatch):
+    settings = design_settings({"p_drop": [0.1, 0.5]}, "ofat")  # the centre (p_drop 0.3) runs once, as each knob
+    run_sweep(ITEMS, settings, tmp_path, "s", {"max_new_tokens": 8}, fake_runner([]))
+    df = load_sweep(tmp_path)
+    expected = {"gamma": 5, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}  # the tie goes to the paper's
+    assert df.attrs["centres"] == {"s": expected}
+    computed = []
+    monkeypatch.setattr(tradeoff, "infer_centre", lambda rows: computed.append(rows) or {})
+    lossless, far = df[df["method"] == "lossless"], df[df["p_drop"] != 0.3]
+    assert centre(df) == centre(lossless) == centre(far) == expected and computed == []  # read, not recomputed
+    both = pd.concat([df, df.assign(suite="other")])  # several suites: no one centre to read
+    assert centre(both) == {} and len(computed) == 1
+    handmade = pd.DataFrame(df.to_dict("records"))  # rows without the loaded table's attrs
+    assert centre(handmade) == {} and len(computed) == 2
 
 
 @pytest.mark.parametrize(
