@@ -20,7 +20,7 @@ import traceback
 import gradio as gr
 
 from ui import about, analysis, explore
-from ui.common import DEFAULTS, ROOT, default_pair, model_pair, start_failed, strict_inputs, zero_gpu
+from ui.common import DEFAULTS, KEPT_S, ROOT, default_pair, model_pair, start_failed, strict_inputs, zero_gpu
 from viz.theme import MONO, SANS, token_marks_css
 
 QUEUE_SIZE = 16  # requests that may wait behind the running one; the page says so when all places are taken
@@ -28,7 +28,9 @@ QUEUE_SIZE = 16  # requests that may wait behind the running one; the page says 
 
 def build_demo(queue_size: int = QUEUE_SIZE) -> gr.Blocks:
     """The whole app; nothing runs until it is launched."""
-    with gr.Blocks(title="DropMatch Explorer") as demo:
+    # Gradio keeps a copy of every file it serves (a run's downloads, a sweep's report): cleared hourly once older than
+    # a visitor's files are kept (ui.common.scratch_folder), and all of it when the server stops
+    with gr.Blocks(title="DropMatch Explorer", delete_cache=(3600, KEPT_S)) as demo:
         about.header()
         # the queue's size, for the page's script: Gradio's own "busy" message does not say how long the queue is
         gr.HTML(f'<span data-queue-size="{queue_size}"></span>', elem_id="dm-queue", visible="hidden")

@@ -3,7 +3,6 @@ and a small live sweep whose results replace the view."""
 
 from __future__ import annotations
 
-import tempfile
 from contextlib import closing
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pandas as pd
 from dropmatch.config import FACTORS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.criteria import KNOBS
 from dropmatch.lab.composition import DEFAULT_LOSS, compose
-from dropmatch.lab.files import TABLE, read_calibration, read_manifest, read_probe, recorded
+from dropmatch.lab.files import CELLS, TABLE, read_calibration, read_manifest, read_probe, recorded
 from dropmatch.lab.live import (
     LIVE_LIMITS,
     SUITES,
@@ -33,6 +32,7 @@ from dropmatch.tables.tradeoff import MEASURES
 from dropmatch.tables.verdict import greedy, judged, scored_against_lossless
 from ui.common import (
     DEFAULTS,
+    KEPT_S,
     PAIR_CHOICES,
     PAIR_INFO,
     PAIRS,
@@ -48,6 +48,7 @@ from ui.common import (
     model_pair,
     parts,
     pick,
+    scratch_folder,
     session_of,
     updates,
     user_errors,
@@ -186,13 +187,23 @@ def open_recorded_sweep(a: Parts, choice: str) -> dict:
     return sweep_views(a, part, recorded_note(folder, suite, part), files, [str(folder), suite])
 
 
+def shown_rows(source) -> pd.DataFrame:
+    """The rows every setting ran of the sweep shown (`source` = [directory, suite]); a clear gr.Error where a live
+    sweep's folder was cleared from the server since (`scratch_folder`)."""
+    folder, suite = source
+    if not (Path(folder) / CELLS).exists():
+        hours = KEPT_S // 3600
+        raise UserError(
+            f"This live sweep's files are no longer on the server (they are kept {hours} hours): run it again."
+        )
+    return judged(load_sweep(folder).query("suite == @suite"))
+
+
 def redraw_tradeoff(source, measure: str):
     """The trade-off figure of the sweep shown, against another quality measure."""
     if not source or measure not in MEASURES:
         raise UserError("Open a sweep with relatives first, then pick a quality measure.")
-    folder, suite = source
-    df = judged(load_sweep(folder).query("suite == @suite"))
-    return gr.Plot(value=tradeoff(df, measure), visible=True)
+    return gr.Plot(value=tradeoff(shown_rows(source), measure), visible=True)
 
 
 def plan_power(source, loss, psi, samples, rho) -> str:
@@ -208,8 +219,7 @@ def plan_power(source, loss, psi, samples, rho) -> str:
         typed = typed_plan(parse_share(psi), share, m, r) if str(psi or "").strip() else None
         rows = pd.DataFrame()
         if source:
-            folder, suite = source
-            rows = judged(load_sweep(folder).query("suite == @suite"))
+            rows = shown_rows(source)
         scored, table = scored_against_lossless(rows)
         shown = power_tables(table, greedy(rows) if scored else True, definition, share, typed)
     if not shown:
@@ -279,7 +289,7 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair, s
     asks = f" · {gpu_request_note(sweep_seconds(p, pair, []), zero_gpu_factor(), 'this sweep')}" if zero_gpu() else ""
     # the recorded-sweep choice is cleared: picking a suite again brings the recorded sweep back
     yield updates(a, {"note": f"**Live sweep** · {p.describe()} · loading the model pair…{asks}", "suite": None})
-    folder = Path(tempfile.mkdtemp(prefix="dropmatch-sweep-"))
+    folder = scratch_folder("sweep")
     source = [str(folder), p.suite]
     said = f"**Live sweep done** · {p.describe()} · {suite}."
     try:

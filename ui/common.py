@@ -6,8 +6,11 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import shutil
 import socket
+import tempfile
 import threading
+import time
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -207,6 +210,26 @@ class Stops:
 def session_of(request: gr.Request | None) -> str | None:
     """The visitor's session (one page, or one API client); None where a handler is called directly."""
     return getattr(request, "session_hash", None) if request is not None else None
+
+
+SCRATCH = Path(tempfile.gettempdir()) / "dropmatch-explorer"  # every request's files, one folder a request
+KEPT_S = 24 * 3600  # how long a visitor's files stay on the server: a run's downloads, a live sweep's folder
+
+
+def scratch_folder(kind: str) -> Path:
+    """A fresh folder for one request's files, under SCRATCH. Folders older than KEPT_S are removed first, so a
+    server that runs for weeks (a Space) does not keep every visitor's files; Gradio serves its own copy of what a
+    handler returns, and clears those at the same age (`app.build_demo`'s delete_cache)."""
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - KEPT_S
+    for old in SCRATCH.iterdir():
+        try:
+            stale = old.stat().st_mtime < cutoff
+        except FileNotFoundError:  # another request removed it first
+            continue
+        if stale:
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=SCRATCH))
 
 
 @contextmanager

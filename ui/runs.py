@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -31,6 +30,7 @@ from ui.common import (
     gpu,
     gpu_duration,
     model_pair,
+    scratch_folder,
     takes_settings,
     user_errors,
 )
@@ -153,7 +153,7 @@ def trace_api(prompt: str, chat: bool = True, pair: str | None = None, *, settin
 
 def downloads(traces: dict[str, Trace]) -> list[str]:
     """Each trace as JSON (Trace.to_json) and its per-token table as CSV, in a fresh temporary folder."""
-    folder = Path(tempfile.mkdtemp(prefix="dropmatch-"))
+    folder = scratch_folder("run")
     paths = []
     for name, trace in traces.items():
         json_path, csv_path = folder / f"{name.lower()}_trace.json", folder / f"{name.lower()}_tokens.csv"

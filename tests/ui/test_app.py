@@ -7,8 +7,10 @@ analysis.SWEEP_OUTPUTS, analysis.LIVE_OUTPUTS), a handler's {component: value} d
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from pathlib import Path
 
 import gradio as gr
 import pandas as pd
@@ -16,10 +18,11 @@ import pytest
 from gradio_client import handle_file
 from served import served
 
+import app
 import viz
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.tables import verdict
-from ui import analysis, compare, explore, runs
+from ui import analysis, common, compare, explore, runs
 from viz.summary import divergence, traces_from_data
 from viz.sweep import FIGURES, relevant
 from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
@@ -283,6 +286,28 @@ def test_live_sweep_streams_cell_by_cell(client):
     table = pd.read_csv(next(p for p in files if p.endswith(".csv")))
     assert sorted(table["method"]) == ["dropmatch", "lossless"] and (table["n_tokens"] == 8).all()
     assert "title=" in outputs[-1]["summary"]
+
+
+def test_a_visitors_files_are_cleared_from_the_server_after_a_day(tmp_path, monkeypatch):
+    """A server that runs for weeks (a Space) keeps no visitor's files for good: each request's folder lies under one
+    root, and folders older than KEPT_S go as the next one is made; Gradio's copies are cleared at the same age."""
+    monkeypatch.setattr(common, "SCRATCH", tmp_path / "scratch")
+    old, young = common.scratch_folder("run"), common.scratch_folder("sweep")
+    day_ago = time.time() - common.KEPT_S - 60
+    os.utime(old, (day_ago, day_ago))
+    made = common.scratch_folder("run")
+    assert not old.exists() and young.exists() and made.parent == tmp_path / "scratch" and made.name.startswith("run-")
+    files = runs.downloads(runs.recorded())
+    assert files and all(Path(f).parent.parent == tmp_path / "scratch" for f in files)
+    assert app.build_demo().delete_cache == (3600, common.KEPT_S)
+
+
+def test_a_live_sweep_cleared_from_the_server_says_so(tmp_path):
+    gone = [str(tmp_path / "sweep-gone"), "mini_spec_bench"]
+    with pytest.raises(gr.Error, match="no longer on the server .* run it again"):
+        analysis.redraw_tradeoff(gone, "score")
+    with pytest.raises(gr.Error, match="no longer on the server"):
+        analysis.plan_power(gone, "2/164", "", 1, 0.12)
 
 
 def test_live_sweep_refuses_too_large_a_sweep(client):
