@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from dropmatch.tables.summary import mcnemar_p, paired_p, per_category, summary
+from dropmatch.tables.tradeoff import held, infer_centre, setting_points
 from dropmatch.tables.verdict import against_lossless
 
 MEDIANS = ("acceptance_rate", "tokens_per_s", "speedup", "speedup_cpu", "tau_gain", "first_divergence", "loadavg")
@@ -84,6 +85,20 @@ def test_per_category_sets_lossless_beside_dropmatch_at_the_centre(table):
     assert out.loc["a", "lossless tau"] == 2.0 and out.loc["b", "lossless tau"] == 5.0  # gamma 5, not 8
     assert out.loc["a", "dropmatch tau"] == 4.0 and out.loc["b", "dropmatch tau"] == 6.0
     assert "relative tau" not in out and "lossless score" not in out
+
+
+def test_span_gated_dropmatch_neither_sets_the_centre_nor_stands_at_it(table):
+    """Span-gated DropMatch is a rule of its own: six gated rows at p_drop 0.5 would outvote the two plain rows at
+    0.3 for the centre, and gated rows at 0.3 (tau 9) would move the centre's medians."""
+    dm = {"K": 5, "criterion": "js+majority", "span_gate": True}
+    gated = [row for _ in range(3) for row in cells("dropmatch", 5, (9.0, 9.0), (90, 90), p_drop=0.5, **dm)]
+    gated += cells("dropmatch", 5, (9.0, 9.0), (90, 90), p_drop=0.3, **dm)
+    both = pd.concat([table.assign(span_gate=False), pd.DataFrame(gated)], ignore_index=True)
+    assert infer_centre(both)["p_drop"] == 0.3
+    assert not held(both)["span_gate"].any() and len(held(both)) == 2
+    out = per_category(both).set_index("category")
+    assert out.loc["a", "dropmatch tau"] == 4.0 and out.loc["b", "dropmatch tau"] == 6.0  # the plain rows alone
+    assert {"DropMatch js+majority", "DropMatch js+majority (span-gated)"} <= set(setting_points(both)["rule"])
 
 
 @pytest.mark.parametrize("lost, gained, p", [(0, 0, 1.0), (6, 2, 0.2890625), (2, 6, 0.2890625), (10, 0, 2 / 1024)])

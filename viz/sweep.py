@@ -58,7 +58,7 @@ def short_labels(pts: pd.DataFrame) -> pd.Series:
         if row["method"] in KNOBBED:
             return f"{row['criterion']} {row['knob']:g}"
         parts = [str(row[f]) if f == "criterion" else f"{prefix[f]}{row[f]:g}" for f in vary]
-        return " ".join(parts) or "DropMatch"
+        return " ".join(parts + ["gated"] * gated(row)) or "DropMatch"
 
     return pts.apply(one, axis=1) if len(pts) else pd.Series(dtype=str)
 
@@ -189,10 +189,11 @@ def category_bars(df: pd.DataFrame) -> go.Figure:
 
 
 def varied(row, c: dict) -> str:
-    """Which factor a setting moves away from the centre: "lossless", "centre", or the factor's name."""
+    """Which factor a setting moves away from the centre: "lossless", "centre", or the factor's name (span-gated
+    DropMatch: "span gate", with any factor it moves)."""
     if row["method"] in ("lossless", *KNOBBED):
         return row["method"] if row["method"] == "lossless" else str(row["criterion"])
-    moved = [f for f in FACTORS if f in c and row[f] != c[f]]
+    moved = [f for f in FACTORS if f in c and row[f] != c[f]] + ["span gate"] * gated(row)
     return moved[0] if len(moved) == 1 else ("centre" if not moved else "+".join(moved))
 
 

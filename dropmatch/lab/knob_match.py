@@ -174,7 +174,8 @@ def measured_check(found: pd.DataFrame, points: pd.DataFrame, p_drop: float = PA
     DropMatch's pooled tau at `p_drop` (`tau_dropmatch`) and the rule's tau read off its measured curve at the
     predicted knob (`tau_at_knob`, linear between the two measured knobs around it; NaN outside them). `points`:
     `tables.tradeoff.setting_points` of the sweep."""
-    dm = points[(points["method"] == "dropmatch") & np.isclose(points["knob"].astype(float), p_drop)]
+    plain = rule_name({"method": "dropmatch", "criterion": PAPER_SETTING["criterion"]})  # not span-gated
+    dm = points[(points["rule"] == plain) & np.isclose(points["knob"].astype(float), p_drop)]
     out = found.assign(tau_dropmatch=float(dm["tau"].iloc[0]) if len(dm) else float("nan"), tau_at_knob=float("nan"))
     for i, row in out.iterrows():
         if not row["reached"] or row["rule"] not in RULES or row["rule"] not in CRITERION_KNOBS:

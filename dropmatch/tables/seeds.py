@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from dropmatch.tables.tradeoff import compared_rows
+from dropmatch.tables.tradeoff import compared_rows, dropmatch_rows
 
 PER_SEED = ["rule", "p_drop", "seed", "problems", "tau", "score", "score_lossless", "score_diff", "lost", "gained"]
 SPREAD = [
@@ -60,7 +60,7 @@ def _matrices(df: pd.DataFrame):
     column ("base"), on the problems every seed and lossless ran."""
     rows = compared_rows(df.dropna(subset=["score"]))
     base = _scores(rows[rows["method"] == "lossless"].sort_values("seed"))
-    for (criterion, p_drop), part in rows[rows["method"] == "dropmatch"].groupby(["criterion", "p_drop"]):
+    for (criterion, p_drop), part in dropmatch_rows(rows).groupby(["criterion", "p_drop"]):
         seeds = sorted(part["seed"].unique())
         scores = pd.concat([_scores(part[part["seed"] == s]) for s in seeds], axis=1, keys=seeds)
         yield criterion, p_drop, part, scores.join(base.rename("base"), how="inner").dropna()

@@ -16,7 +16,7 @@ import pandas as pd
 
 from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
 from dropmatch.metrics import pooled_tau
-from dropmatch.tables.tradeoff import centre, family_of, rule_name
+from dropmatch.tables.tradeoff import centre, dropmatch_rows, family_of, rule_name
 
 # per setting, the median over prompts of each of these (the rest of `summary` pools or averages)
 MEDIANS = (
@@ -40,8 +40,9 @@ def pooled(rows: pd.DataFrame) -> float:
 
 
 def rows_at(df: pd.DataFrame, method: str, **factors) -> pd.DataFrame:
-    """The rows of one method with each given factor at its value."""
-    rows = df[df["method"] == method]
+    """The rows of one method with each given factor at its value (DropMatch's without the span gate:
+    `tradeoff.dropmatch_rows`)."""
+    rows = dropmatch_rows(df) if method == "dropmatch" else df[df["method"] == method]
     for name, value in factors.items():
         rows = rows[rows[name] == value]
     return rows

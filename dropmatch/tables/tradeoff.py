@@ -71,6 +71,17 @@ def gated(row) -> bool:
     return isinstance(value, (bool, np.bool_)) and bool(value)
 
 
+def ungated(df: pd.DataFrame) -> pd.Series:
+    """Per row, whether it ran without the span gate (rows recorded before the gate existed did)."""
+    return ~df["span_gate"].eq(True) if "span_gate" in df else pd.Series(True, index=df.index)
+
+
+def dropmatch_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """DropMatch's rows as a setting of its factors: span-gated DropMatch is a rule of its own (its own curve,
+    `rule_name`), so it neither sets the centre nor stands at it."""
+    return df[(df["method"] == "dropmatch") & ungated(df)]
+
+
 def curve_knob(rule: str):
     """The knob a curve runs along (`Knob.position`), or None for lossless and a rule without a knob."""
     knob = CRITERION_KNOBS.get(base_rule(rule))
@@ -93,8 +104,8 @@ def centre(df: pd.DataFrame) -> dict:
 def infer_centre(df: pd.DataFrame) -> dict:
     """The held value of each DropMatch factor: its most frequent value among DropMatch rows; on a tie (a sweep
     that ran each value equally often) the paper's setting when it is one of them, else the smallest. {} where no
-    DropMatch row ran."""
-    dm = df[df["method"] == "dropmatch"]
+    DropMatch row ran (span-gated DropMatch is another rule)."""
+    dm = dropmatch_rows(df)
     if dm.empty:
         return {}
     modes = {f: list(dm[f].mode()) for f in FACTORS}
@@ -109,8 +120,8 @@ def with_centres(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def held(df: pd.DataFrame, *vary: str) -> pd.DataFrame:
-    """DropMatch rows with every factor but `vary` at the centre."""
-    c, dm = centre(df), df[df["method"] == "dropmatch"]
+    """DropMatch rows (not span-gated) with every factor but `vary` at the centre."""
+    c, dm = centre(df), dropmatch_rows(df)
     for f in FACTORS:
         if f not in vary and f in c:
             dm = dm[dm[f] == c[f]]

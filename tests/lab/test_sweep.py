@@ -31,7 +31,7 @@ from dropmatch.lab.sweep import (
     seed_free_reruns,
 )
 from dropmatch.tables import tradeoff
-from dropmatch.tables.summary import summary
+from dropmatch.tables.summary import rows_at, summary
 from dropmatch.tables.tradeoff import centre, setting_points
 from viz.sweep import relevant
 
@@ -441,8 +441,8 @@ def test_a_pair_knob_and_a_rule_without_a_knob_sweep_and_report(noisy_pair, tmp_
 
 
 def test_the_span_gate_is_a_sweep_axis_for_the_rules_alone(noisy_pair, tmp_path):
-    centre = {"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}
-    settings = design_settings({}, "ofat", rules={"typical": [0.3]}, centre=centre, gates=(False, True))
+    held_at = {"gamma": 3, "K": 5, "p_drop": 0.3, "criterion": "js+majority"}
+    settings = design_settings({}, "ofat", rules={"typical": [0.3]}, centre=held_at, gates=(False, True))
     keys = [s.key("s", "p") for s in settings]
     assert keys.count("s|p|lossless|g3") == 1  # the baseline once
     assert "s|p|relative|g3|typical=0.3" in keys and "s|p|relative|g3|typical=0.3|gated" in keys
@@ -453,6 +453,7 @@ def test_the_span_gate_is_a_sweep_axis_for_the_rules_alone(noisy_pair, tmp_path)
     points = setting_points(df)
     assert {"typical", "typical (span-gated)", "DropMatch js+majority (span-gated)"} <= set(points["rule"])
     assert set(summary(df)["span_gate"].dropna()) == {False, True}
+    assert centre(df) == held_at and len(rows_at(df, "dropmatch", **held_at)) == len(items)  # plain DropMatch alone
     assert "typical (span-gated)" in render(df, {})
 
 
