@@ -452,9 +452,9 @@ def load_mask_seeds(dirs: list[str | Path], suite: str) -> pd.DataFrame:
 
 def seed_free_reruns(dirs: list[str | Path], suite: str) -> pd.DataFrame:
     """Where a later directory of `load_mask_seeds` reran a method that draws no mask (lossless, a relative): per
-    directory and method, the cells it shares with the first directory that holds them and how many decoded the
-    same tokens. At T = 0 only the numerics can part them (another batch's padding and order at a near-tie): the
-    floor under the churn between seeds."""
+    directory and method, the cells it shares with the first directory that holds them, how many decoded the same
+    tokens and how many kept their task score (None for a suite without one). At T = 0 only the numerics can part
+    them (another batch's padding and order at a near-tie): the floor under the churn between seeds."""
     cells = [c[(c["suite"] == suite) & (c["method"] != "dropmatch")] for c in map(read_cells, dirs)]
     out = []
     for i, (d, mine) in enumerate(zip(dirs, cells)):
@@ -463,9 +463,13 @@ def seed_free_reruns(dirs: list[str | Path], suite: str) -> pd.DataFrame:
             continue
         shared = mine[mine["key"].isin(earlier.index)]
         for method, part in shared.groupby("method"):
-            same = [a == b for a, b in zip(part["output_ids"], earlier.loc[part["key"], "output_ids"])]
-            out.append({"directory": str(d), "method": method, "cells": len(part), "same_tokens": int(sum(same))})
-    return pd.DataFrame(out, columns=["directory", "method", "cells", "same_tokens"])
+            then = earlier.loc[part["key"]]
+            same = [a == b for a, b in zip(part["output_ids"], then["output_ids"])]
+            scored = part["score"].notna().to_numpy() & then["score"].notna().to_numpy()
+            kept = int((part["score"].to_numpy() == then["score"].to_numpy())[scored].sum()) if scored.any() else None
+            row = {"directory": str(d), "method": method, "cells": len(part), "same_tokens": int(sum(same))}
+            out.append(row | {"same_score": kept})
+    return pd.DataFrame(out, columns=["directory", "method", "cells", "same_tokens", "same_score"])
 
 
 def write_tables(out_dir: str | Path) -> pd.DataFrame:

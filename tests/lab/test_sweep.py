@@ -490,8 +490,8 @@ def test_mask_seeds_load_as_one_table_with_lossless_at_every_seed(noisy_pair, tm
         assert row["tau_lossless"] == zero.loc[f"s|{row['prompt_id']}|lossless|g5", "tau"]
 
     reruns = seed_free_reruns(dirs, "s")
-    expected = {"directory": str(dirs[1]), "method": "lossless", "cells": 2, "same_tokens": 2}
-    assert reruns.to_dict("records") == [expected]
+    expected = {"directory": str(dirs[1]), "method": "lossless", "cells": 2, "same_tokens": 2, "same_score": None}
+    assert reruns.to_dict("records") == [expected]  # no task score in this suite
 
     args = build_parser().parse_args(["seeds", "--from", *map(str, dirs), "--suite", "s"])
     with pytest.raises(ValueError, match="no scored s cells"):  # a suite without a task score has no verdict
@@ -506,3 +506,12 @@ def test_mask_seeds_load_as_one_table_with_lossless_at_every_seed(noisy_pair, tm
         load_mask_seeds(dirs[:1], "s")
     with pytest.raises(ValueError, match="holds no other"):
         load_mask_seeds(dirs, "other")
+
+    for d, scores in zip(dirs, ([1.0, 0.0], [1.0, 1.0])):  # as if scored: the second problem's score differs
+        log = d / CELLS
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        for row in rows:
+            if row["method"] == "lossless":
+                row["score"] = scores[[item.id for item in items].index(row["prompt_id"])]
+        log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert seed_free_reruns(dirs, "s").to_dict("records") == [expected | {"same_score": 1}]
