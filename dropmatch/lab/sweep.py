@@ -408,7 +408,7 @@ def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
     df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"]
     pairs = [ids_divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]
     df["first_divergence"], df["equal_share"] = [p[0] for p in pairs], [p[1] for p in pairs]
-    return with_centres(df[[*COLUMNS, *DERIVED]].copy())
+    return with_centres(df[[*COLUMNS, *DERIVED]])
 
 
 def load_sweep(out_dir: str | Path) -> pd.DataFrame:

@@ -66,13 +66,14 @@ def base_rule(rule: str) -> str:
 
 
 def gated(row) -> bool:
-    """Whether a sweep row's rule ran behind the span gate (rows recorded before the gate existed did not)."""
+    """Whether a sweep row's rule ran behind the span gate (rows recorded before the gate existed did not; a column
+    that mixes them with gated rows may hold the flag as 1.0), as `ungated` reads a whole table."""
     value = row.get("span_gate")
-    return isinstance(value, (bool, np.bool_)) and bool(value)
+    return bool(pd.notna(value) and value)
 
 
 def ungated(df: pd.DataFrame) -> pd.Series:
-    """Per row, whether it ran without the span gate (rows recorded before the gate existed did)."""
+    """Per row, whether it ran without the span gate: `gated`, negated, for a whole table."""
     return ~df["span_gate"].eq(True) if "span_gate" in df else pd.Series(True, index=df.index)
 
 
