@@ -31,16 +31,23 @@ KNOBBED = ("relative", "truncation")  # the methods labelled by their criterion 
 LOSSLESS_LINE = {"line_dash": "dash", "line_color": METHOD_COLORS["lossless"]}
 
 
+def written_knob(knob) -> str | None:
+    """A relative's knob as the labels write it: "0.3", a pair of knobs "8/0.5", None for a rule without one (the
+    tie-only control's knob is None or NaN)."""
+    if knob is None or (isinstance(knob, float) and math.isnan(knob)):
+        return None
+    return knob if isinstance(knob, str) else f"{knob:g}"
+
+
 def label(row) -> str:
     """A short name for a setting: "lossless γ5", "DropMatch γ5 K5 p0.3 js+majority" or "typical γ5 epsilon=0.09"."""
     if row["method"] == "lossless":
         return f"lossless γ{int(row['gamma'])}"
     gate = " gated" if gated(row) else ""
     if row["method"] in KNOBBED:
-        knob = row["knob"]
-        if knob is None or (isinstance(knob, float) and math.isnan(knob)):  # a rule without a knob
+        written = written_knob(row["knob"])
+        if written is None:
             return f"{row['criterion']} γ{int(row['gamma'])}{gate}"
-        written = knob if isinstance(knob, str) else f"{knob:g}"  # a pair of knobs is written "8/0.5"
         name = CRITERION_KNOBS[row["criterion"]].name
         return f"{row['criterion']} γ{int(row['gamma'])} {name}={written}{gate}"
     return f"DropMatch γ{int(row['gamma'])} K{int(row['K'])} p{row['p_drop']:g} {row['criterion']}{gate}"
@@ -56,7 +63,8 @@ def short_labels(pts: pd.DataFrame) -> pd.Series:
         if row["method"] == "lossless":
             return f"lossless γ{int(row['gamma'])}" if "gamma" in vary else "lossless"
         if row["method"] in KNOBBED:
-            return f"{row['criterion']} {row['knob']:g}"
+            written = written_knob(row["knob"])
+            return " ".join([row["criterion"]] + [written] * (written is not None) + ["gated"] * gated(row))
         parts = [str(row[f]) if f == "criterion" else f"{prefix[f]}{row[f]:g}" for f in vary]
         return " ".join(parts + ["gated"] * gated(row)) or "DropMatch"
 

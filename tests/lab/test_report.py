@@ -117,6 +117,19 @@ def test_short_labels_name_only_what_varies(table):
     assert {t.name for t in FIGURES["lossiness_vs_tau"](gated).data} == {"lossless", "centre", "p_drop", "span gate"}
 
 
+def test_labels_write_a_pair_of_knobs_and_a_rule_without_one(table):
+    """relaxed top-K/δ's knob is a pair ("8/0.5"), the tie-only control has none (NaN): both label their points."""
+    part = table[table["suite"] == "humaneval"]
+    dm = part[part["method"] == "dropmatch"]
+    relative = dm.assign(method="relative", K=float("nan"), p_drop=float("nan"))
+    pair = relative.assign(criterion="relaxed-top-k", knob="8/0.5", key=dm["key"] + "|topk")
+    control = relative.assign(criterion="tie-only", knob=float("nan"), key=dm["key"] + "|tie")
+    fig = FIGURES["score_vs_tau"](pd.concat([part, pair, control]))
+    shown = {(t.text[i], t.hovertext[i]) for t in fig.data for i in range(len(t.text))}
+    assert ("relaxed-top-k 8/0.5", "relaxed-top-k γ5 K/delta=8/0.5") in shown
+    assert ("tie-only", "tie-only γ5") in shown
+
+
 def test_centre_prefers_the_papers_setting_on_a_tie(table):
     part = table[table["suite"] == "humaneval"]
     dm = part[part["method"] == "dropmatch"]
