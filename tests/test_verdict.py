@@ -192,11 +192,12 @@ def test_rule_pairs_only_at_settings_matched_within_the_tolerance(table):
 
 def test_a_rule_without_a_knob_is_judged_with_the_rest(table):
     """The tie-only control has no knob (NaN in the table): it is a whole setting like any other, not dropped."""
-    control = pd.DataFrame(rows("relative", 4.85, flip(BASE, lose=1, gain=1), criterion="tie-only"))
+    control = pd.DataFrame(rows("relative", 4.85, flip(BASE, lose=1, gain=1), criterion="tie-only")).assign(ties=2)
     whole, partial = verdict.complete(pd.concat([table, control]))
     assert (whole["criterion"] == "tie-only").sum() == N and partial.empty
     got = verdict.against_lossless(whole).set_index("rule")
     assert (got.loc["tie-only", "lost"], got.loc["tie-only", "gained"]) == (1, 1)
+    assert got.loc["tie-only", "ties"] == 2 * N  # the control's ties are all it accepts: read under its missing knob
 
 
 def test_a_recording_in_parts_is_judged_on_its_whole_settings(table):

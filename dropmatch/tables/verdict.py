@@ -121,6 +121,12 @@ def non_inferior(lower: float, upper: float, bar: float) -> str:
 IN_FLIGHT = 2  # problems a recording may be part-way through (one per worker): a setting this short is still whole
 
 
+def setting_key(rule: str, knob) -> tuple:
+    """A setting as a dictionary key: (rule, knob), with None for a rule without a knob (the tie-only control's knob
+    is NaN in a table, and no NaN equals another, so a key holding one finds nothing)."""
+    return rule, None if knob is None or knob != knob else knob
+
+
 def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The scored rows of the settings that ran (nearly) every problem any rule ran, restricted to the problems all
     of them and lossless ran, and one row per setting still in progress (rule, knob, problems run, of how many): a
@@ -128,8 +134,7 @@ def complete(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     setting at most `IN_FLIGHT` problems short counts as whole (the problems being decoded as the table was read)."""
     rows = compared_rows(df.dropna(subset=["score"]))
     rules, knobs = rows.apply(rule_name, axis=1), rows.apply(knob_of, axis=1)
-    # a setting's key; a rule without a knob (tie-only) has knob NaN, and no NaN equals another, so its key is None
-    keys = [(r, None if k is None or k != k else k) for r, k in zip(rules, knobs)]
+    keys = [setting_key(r, k) for r, k in zip(rules, knobs)]
     sets: dict[tuple, set] = {}
     for key, pid in zip(keys, rows["prompt_id"]):
         sets.setdefault(key, set()).add(pid)
@@ -188,8 +193,10 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
     if "lossless" not in scores.columns.get_level_values(0):
         return pd.DataFrame()
     base = _column(scores, "lossless", float("nan"))
-    ties = compared_rows(df).assign(rule=lambda d: d.apply(rule_name, axis=1), knob=lambda d: d.apply(knob_of, axis=1))
-    ties = ties.groupby(["rule", "knob"], dropna=False)["ties"].sum(min_count=1) if "ties" in ties else None
+    rows = compared_rows(df)
+    rows = rows.assign(rule=rows.apply(rule_name, axis=1), knob=rows.apply(knob_of, axis=1))
+    summed = rows.groupby(["rule", "knob"], dropna=False)["ties"].sum(min_count=1) if "ties" in rows else {}
+    ties = {setting_key(rule, knob): n for (rule, knob), n in summed.items()}
     out = []
     for _, p in points[points["method"] != "lossless"].iterrows():
         mine = _column(scores, p["rule"], p["knob"])
@@ -236,7 +243,7 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
                 "length_ratio": p["length_ratio"],
                 "capped": p["capped"],
                 "loop": p["loop"],
-                "ties": ties.get((p["rule"], p["knob"])) if ties is not None else None,
+                "ties": ties.get(setting_key(p["rule"], p["knob"])),
                 "relaxed_cost_mean": p["relaxed_cost_mean"],
             }
         )
