@@ -127,6 +127,18 @@ def test_relaxed_top_k_delta_by_hand():
             knob.check(bad)
 
 
+def test_relaxed_top_k_counts_a_gap_of_exactly_delta_alike_on_every_cpu():
+    """bf16 logits make a gap of exactly delta common (here 0.5: logits 12.5 and 12); its float32 log-probabilities
+    may round either side of delta, so a gap within GAP_ROUNDING of it is accepted, and one clearly past it is not."""
+    z = torch.tensor([[12.5, 12.0, 9.0, 1.0]], dtype=torch.bfloat16).float()
+    ev = Evidence(draft=torch.tensor([1]), q_logprobs=torch.full((1, 4), 0.25).log(), target_logits=z)
+    assert accepts("relaxed-top-k", ev, (8, 0.5)) and not accepts("relaxed-top-k", ev, (8, 0.49))
+    p_max = 0.4
+    for over, want in ((1e-6, True), (1e-4, False)):  # float32 cannot tell 1e-6 nats from zero; 1e-4 it can
+        p_d = p_max * math.exp(-0.5 - over)
+        assert accepts("relaxed-top-k", evidence([p_max, p_d, 1 - p_max - p_d], [1 / 3] * 3, 1), (8, 0.5)) is want
+
+
 def test_a_pair_knob_rides_the_config_and_the_trace(noisy_pair):
     config = DecodeConfig.from_settings(method="relative", criterion="relaxed-top-k", knob="4/1.5", max_new_tokens=8)
     assert config.knob == (4, 1.5)

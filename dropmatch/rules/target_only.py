@@ -159,6 +159,9 @@ TOP_K = Rule(
 
 
 # ---- relaxed top-K / delta (TensorRT-LLM) ------------------------------------------------------------------------
+GAP_ROUNDING = 1e-5  # nats: far above float32's rounding of a log-probability gap, far below a bf16 logit step
+
+
 def relaxed(s: Stats, knob: tuple) -> Verdict:
     """TensorRT-LLM's relaxed acceptance (`relaxed_topk` K, `relaxed_delta` delta; AMD's ATOM ships K 8, delta 0.5):
     accept d when it is among the target's K most likely tokens (its place in the target's order, ties by index, as
@@ -166,10 +169,15 @@ def relaxed(s: Stats, knob: tuple) -> Verdict:
     proposed ports write the second test as p(d) >= r max p, r = exp(-delta). The argmax itself goes through the
     lossless test, as for top-k; top-k is this rule at delta = infinity, and K = 1 relaxes nothing (at any T). The
     engines relax only inside reasoning spans; here it runs wherever the run's span gate lets a rule run. At T = 0 it
-    reads the T = 1 softmax, as every relative does."""
+    reads the T = 1 softmax, as every relative does.
+
+    A gap equal to delta within float32 rounding (GAP_ROUNDING) counts as equal: the target's logits are bf16 values, so
+    a gap of exactly delta (0.5 = 4 bf16 steps at logits 8 to 16) is common, and its float32 log-probabilities land a
+    unit in the last place either side of delta as the CPU's log rounds (an AMD EPYC and an Intel Xeon decide such a
+    position apart without it)."""
     k, delta = knob
     gap = torch.log(s["p_max"]) - torch.log(s["p_d"])  # nats below the top-1
-    inside, close = s["order"] <= k, gap <= delta
+    inside, close = s["order"] <= k, gap <= delta + GAP_ROUNDING
     hit = torch.where(s["order"] == 1, s["native"].bool(), inside & close)
     return verdict(hit, "relaxed", gap=gap, inside=inside, close=close)
 
