@@ -459,6 +459,7 @@ def _cmd_sweep(args) -> int:
     }
     if distributed is not None:
         design["environment"] |= {"actors": args.actors or 1, "threads_per_actor": args.threads}
+    design["sittings"] = {sweep.sitting(): design["environment"]}
     sweep.check_manifest(args.out, suite, run, design)
     todo = sweep.pending(args.out, suite, items, settings)
     print(f"{suite}: {len(items)} prompts x {len(settings)} settings, {len(todo)} cells to run -> {args.out}")

@@ -29,10 +29,13 @@ def _gain(df: pd.DataFrame, gamma) -> str | None:
 
 
 def _speedups(df: pd.DataFrame) -> str | None:
-    med = held(df, "gamma").groupby("gamma")[["speedup", "speedup_cpu"]].median().dropna(how="all")
+    rows = held(df, "gamma")
+    med = rows.groupby("gamma")[["speedup", "speedup_cpu"]].median().dropna(how="all")
     text = ", ".join(f"γ {g}: {r.speedup:.2f}x wall, {r.speedup_cpu:.2f}x CPU time" for g, r in med.iterrows())
     load = df["loadavg"].median()
     during = f"; timed under a median 1-minute load of {load:.1f}" if pd.notna(load) else ""
+    adjusted = int((rows["speed_basis"] == "adjusted").sum()) if "speed_basis" in rows else 0
+    during += f"; {adjusted} of {len(rows)} scaled from another sitting's lossless" if adjusted else ""
     return f"{text} (medians over prompts{during})" if len(med) else None
 
 

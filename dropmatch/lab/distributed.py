@@ -176,7 +176,9 @@ def iter_ray_sweep(
     retries: int = RETRIES,
     batch: int = 1,
 ) -> Iterator[tuple[int, int, dict]]:
-    """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives.
+    """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives;
+    first, where the pending cells' lossless baseline was timed in another sitting, this sitting's own lossless cells
+    (`sweep.baseline_cells`, into baselines.jsonl).
 
     Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. Each actor holds up to
     CHUNK_BATCHES x `batch` cells at a time, which its runner decodes `batch` at a time (a finished cell's place taken
@@ -190,7 +192,8 @@ def iter_ray_sweep(
     options = actor_options(device, threads)
     check_resources(actors, options)
     log = sweep.open_log(out_dir)
-    queue = deque((item, setting, 0, False) for item, setting in todo)  # (cell, tries, to run alone)
+    cells = sweep.baseline_cells(out_dir, suite, items, todo) + todo  # this sitting's lossless cells first
+    queue = deque((item, setting, 0, False) for item, setting in cells)  # (cell, tries, to run alone)
     pool = _Pool(make, min(actors, len(todo)), threads, options)
     inflight: dict = {}
     done = total - len(todo)
@@ -214,7 +217,7 @@ def iter_ray_sweep(
                     for item, setting, tries, alone in reversed(chunk):
                         if tries < retries:
                             queue.appendleft((item, setting, tries + 1, alone))
-                        else:
+                        elif not setting.baseline:  # a re-timed lossless cell that fails is only left out
                             record_failure(out_dir, suite, item, setting, err, tries + 1)
                     continue
                 except RayTaskError as err:
@@ -223,11 +226,15 @@ def iter_ray_sweep(
                         queue.extendleft((item, setting, tries, True) for item, setting, tries, _ in reversed(chunk))
                         continue
                     item, setting, tries, _ = chunk[0]
-                    record_failure(out_dir, suite, item, setting, err.cause or err, tries + 1)
+                    if not setting.baseline:
+                        record_failure(out_dir, suite, item, setting, err.cause or err, tries + 1)
                     continue
                 pool.idle.append(slot)
                 for (item, setting, _, _), metrics in zip(chunk, rows):
                     row = sweep.cell_row(suite, item, setting, run, metrics)
+                    if setting.baseline:
+                        sweep.append_baseline(out_dir, row)
+                        continue
                     sweep.append_row(fh, row)
                     done += 1
                     yield done, total, row

@@ -1,5 +1,6 @@
 """The lab's files, each read and checked here, where it enters: a sweep's manifest (sweep.json), the rows of its
-cell log (cells.jsonl) and a calibration result (`python -m dropmatch calibrate --json`).
+cell log (cells.jsonl) and of its re-timed lossless cells (baselines.jsonl), and a calibration result (`python -m
+dropmatch calibrate --json`).
 
 The dataclasses below are the schemas: what each file holds, field by field. A malformed file is one ValueError
 that names the file and the field (the app shows it as it is, the command line prints it), so nothing past these
@@ -19,6 +20,7 @@ from dropmatch.config import SWEEP_METHODS
 from dropmatch.schema import check_fields, check_value
 
 CELLS, MANIFEST, TABLE = "cells.jsonl", "sweep.json", "table.csv"
+BASELINES = "baselines.jsonl"  # lossless cells decoded again in a later sitting, for its speed ratios
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ class Design:
     methods: list[str] | None = None
     rules: dict[str, list] | None = None  # a rule's knob values: numbers, [K, delta] pairs, or null (no knob)
     span_gate: str | None = None  # "on" or "both" where the rules ran behind the span gate
-    environment: dict | None = None
+    environment: dict | None = None  # the latest sitting's
+    sittings: dict[str, dict] | None = None  # every sitting's environment, by the id its cells carry
 
 
 @dataclass(frozen=True)
@@ -169,10 +172,11 @@ def check_cell(row, where: str) -> dict:
     return row
 
 
-def read_cell_rows(out_dir: str | Path) -> list[dict]:
-    """The rows of a sweep's cell log, each checked; a line cut short by an interruption is skipped with a
-    warning (the next run redoes its cell), any other malformed line is an error naming it."""
-    path = Path(out_dir) / CELLS
+def read_cell_rows(out_dir: str | Path, name: str = CELLS) -> list[dict]:
+    """The rows of a sweep's cell log (or of its lossless cells decoded again, `name` BASELINES), each checked; a
+    line cut short by an interruption is skipped with a warning (the next run redoes its cell), any other malformed
+    line is an error naming it."""
+    path = Path(out_dir) / name
     rows = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines() if path.exists() else [], 1):
         try:

@@ -42,8 +42,20 @@ NOTE = (
 )
 EXTRA_DEFINITIONS = {
     "tau_gain": "tau of the row ÷ tau of lossless on the same prompt and γ, minus 1",
-    "speedup": "tokens/s ÷ tokens/s of lossless on the same prompt and γ",
+    "speedup": "tokens/s ÷ tokens/s of lossless on the same prompt and γ, timed in the same sitting; where lossless "
+    "was timed in another sitting (a directory recorded in parts, on another machine or under another load), scaled "
+    "by what lossless cost per target forward in the two (speed_basis)",
     "speedup_cpu": "as speedup, with tokens per CPU second of the decoding process: fairer on a shared CPU",
+    "speed_basis": "how the row's speed ratio was taken: side by side (the row and its lossless baseline timed in one "
+    "sitting), adjusted (timed in two sittings, scaled by the median ratio of lossless's seconds per target forward "
+    "on the problems both sittings decoded), no baseline (two sittings that timed no problem alike: left empty), "
+    "as recorded (rows from before sittings were named)",
+    "sittings": "the sweep commands that timed the suite's cells, counted by the CPU each ran on (sweep.json names "
+    "each one's machine); speed ratios across them are scaled, see speed_basis",
+    "sitting": "the sitting that decoded the cell: one boot of one machine, named by when it booted (UTC) and its boot "
+    "id; sweep.json names each sitting's machine (empty for cells recorded before sittings were named)",
+    "speed_adjusted": "share of the setting's problems whose speed ratio was scaled across sittings (speed_basis "
+    "adjusted): an estimate, not a side-by-side measurement",
     "score": "the task's own score, 0/1 (HumanEval: the problem's tests pass; word problems: the completion's final "
     "number is the answer); its mean is pass@1 (for word problems, accuracy): the neutral quality measure (the target "
     "log-prob proxies favour rules that threshold p(d))",
@@ -233,9 +245,16 @@ def _settings(manifest: dict) -> pd.DataFrame:
                     if v
                 ),
                 "environment": ", ".join(f"{k} {v}" for k, v in (design.get("environment") or {}).items()),
+                **({"sittings": _sittings(design["sittings"])} if design.get("sittings") else {}),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _sittings(sittings: dict) -> str:
+    """The sittings that timed a suite's cells, counted by CPU: "2: AMD EPYC (1), Intel(R) Xeon(R) Processor (1)"."""
+    cpus = pd.Series([env.get("cpu", "unknown CPU") for env in sittings.values()]).value_counts()
+    return f"{len(sittings)}: " + ", ".join(f"{cpu} ({n})" for cpu, n in cpus.items())
 
 
 def _definitions() -> str:
@@ -248,6 +267,7 @@ def _definitions() -> str:
         "equal_share",
         "tau_gain",
         "speedup_cpu",
+        "speed_basis",
         "score",
         "ties",
         "relaxed_cost_mean",

@@ -12,13 +12,16 @@ speedup, tau gain and lossiness joined from the lossless row of the same prompt 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -35,7 +38,7 @@ from dropmatch.config import (
 )
 from dropmatch.criteria import CRITERION_KNOBS, DROPMATCH_CRITERIA, RELATIVE_CRITERIA
 from dropmatch.decode import Request, stream_many
-from dropmatch.lab.files import CELLS, TABLE, read_cell_rows, read_manifest, recorded, write_manifest
+from dropmatch.lab.files import BASELINES, CELLS, TABLE, read_cell_rows, read_manifest, recorded, write_manifest
 from dropmatch.lab.suites import SuiteItem, ends_early, score, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
 from dropmatch.tables.summary import summary
@@ -71,6 +74,7 @@ COLUMNS = (
     "cpu_s",
     "tokens_per_cpu_s",
     "loadavg",
+    "sitting",
     "finish",
     "score",
     "score_result",
@@ -79,7 +83,16 @@ COLUMNS = (
     "reasons",
     "relaxed_tokens",
 )
-DERIVED = ("tau_lossless", "tau_gain", "speedup", "speedup_cpu", "first_divergence", "equal_share", "length_ratio")
+DERIVED = (
+    "tau_lossless",
+    "tau_gain",
+    "speedup",
+    "speedup_cpu",
+    "speed_basis",
+    "first_divergence",
+    "equal_share",
+    "length_ratio",
+)
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
 
 
@@ -149,6 +162,7 @@ class Setting:
     knob: float | tuple | None = None
     span_gate: bool = False  # the rule relaxes only where the span gate lets it (config.DecodeConfig.span_gate)
     seed: int | None = None  # one of a sweep's --seeds (a sampled replicate); None: the run's seed
+    baseline: bool = False  # a lossless cell decoded again for this sitting's speed ratios (baselines.jsonl)
 
     def key(self, suite: str, prompt_id: str) -> str:
         parts = [suite, prompt_id, self.method, f"g{self.gamma}"]
@@ -236,7 +250,8 @@ def check_manifest(out_dir: str | Path, suite: str, run: dict, design: dict | No
 
 def merge_designs(old: dict | None, new: dict | None) -> dict | None:
     """The design of a directory recorded in parts: the newest command's, with the methods, grid values and rule
-    knobs of the earlier ones kept beside its own (so sweep.json names everything the log holds)."""
+    knobs of the earlier ones kept beside its own, and every sitting's environment (so sweep.json names everything
+    the log holds, and the machine each cell was timed on)."""
     if not old or not new:
         return new or old
 
@@ -250,7 +265,8 @@ def merge_designs(old: dict | None, new: dict | None) -> dict | None:
     merged["grid"] = {k: union((old.get("grid") or {}).get(k), (new.get("grid") or {}).get(k)) for k in grid_keys}
     rule_keys = dict.fromkeys([*(old.get("rules") or {}), *(new.get("rules") or {})])
     merged["rules"] = {k: union((old.get("rules") or {}).get(k), (new.get("rules") or {}).get(k)) for k in rule_keys}
-    return merged
+    sittings = (old.get("sittings") or {}) | (new.get("sittings") or {})
+    return merged | ({"sittings": sittings} if sittings else {})
 
 
 def pending(out_dir, suite: str, items: list[SuiteItem], settings: list[Setting]) -> list[tuple[SuiteItem, Setting]]:
@@ -272,13 +288,73 @@ def open_log(out_dir: str | Path) -> Path:
 
 
 def cell_row(suite: str, item: SuiteItem, setting: Setting, run: dict, metrics: dict) -> dict:
-    """One log row: the cell's key and identity, its setting, the run-wide settings, then the runner's metrics."""
+    """One log row: the cell's key and identity, its setting, the run-wide settings, the runner's metrics, then the
+    sitting that decoded it."""
     row = {"key": setting.key(suite, item.id), "suite": suite, "prompt_id": item.id, "category": item.category}
-    fields = {k: v for k, v in asdict(setting).items() if k != "seed"}
+    fields = {k: v for k, v in asdict(setting).items() if k not in ("seed", "baseline")}
     if isinstance(setting.knob, tuple):  # a pair of knobs is logged as the app writes it, "8/0.5"
         fields["knob"] = CRITERION_KNOBS[setting.criterion].text(setting.knob)
     seed = {"seed": setting.seed} if setting.seed is not None else {}  # a replicate's own seed, not the run's
-    return row | fields | run | seed | metrics
+    return row | fields | run | seed | metrics | {"sitting": sitting()}
+
+
+# ---- sittings: speed ratios side by side ----------------------------------------------------------
+# A sweep directory is recorded in parts, and a part may run on another machine or under another load: a cell's
+# tokens per second mean something only beside a lossless cell timed in the same sitting. Every row names its
+# sitting; where a sweep adds cells whose lossless baseline another sitting timed, it first decodes a few lossless
+# cells again (baselines.jsonl, never the cell log), and `add_comparisons` scales those cells' speed ratios by what
+# the same problems cost in the two sittings.
+BASELINE_PROBLEMS = 6  # lossless cells a sitting decodes again to time itself against another's
+
+
+@functools.cache
+def sitting() -> str:
+    """The sitting this process records in: one boot of one machine (when it booted, UTC, and its boot id), so the
+    commands of one sitting share its clock; where the system names no boot (not Linux), this process (when it
+    began and its id). Every cell a sweep records names it."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+        began = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line[:6] == "btime "
+        )
+    except (OSError, StopIteration, ValueError):
+        return f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} process {os.getpid()}"
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(began))} boot {boot}"
+
+
+def baseline_cells(out_dir, suite: str, items: list[SuiteItem], todo) -> list[tuple[SuiteItem, Setting]]:
+    """The lossless cells this sitting decodes again before `todo`: where a pending cell will be compared with a
+    lossless cell another sitting recorded (or one recorded before cells named their sitting), the first
+    BASELINE_PROBLEMS problems whose lossless cell is in the log, at that baseline's gamma and seed; none where
+    this sitting timed them already."""
+    cells = read_cells(out_dir)
+    base = cells[cells["method"] == "lossless"]
+    recorded_in = dict(zip(base["key"], base["sitting"]))
+    now = sitting()
+    wanted = []
+    for item, s in todo:
+        b = Setting("lossless", s.gamma, seed=s.seed, baseline=True)
+        if s.method != "lossless" and recorded_in.get(b.key(suite, item.id), now) != now and b not in wanted:
+            wanted.append(b)
+    timed = read_baselines(out_dir)
+    timed = set(timed.loc[timed["sitting"] == now, "key"]) if len(timed) else set()
+    out = []
+    for b in wanted:
+        ids = [i for i in items if b.key(suite, i.id) in recorded_in][:BASELINE_PROBLEMS]
+        out += [(i, b) for i in ids if b.key(suite, i.id) not in timed]
+    return out
+
+
+def read_baselines(out_dir: str | Path) -> pd.DataFrame:
+    """The lossless cells each sitting decoded again (baselines.jsonl), as cell-log rows; empty where none."""
+    rows = read_cell_rows(out_dir, BASELINES)
+    return pd.DataFrame(rows).reindex(columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+
+
+def append_baseline(out_dir: str | Path, row: dict) -> None:
+    """Add one re-decoded lossless cell to baselines.jsonl."""
+    with (Path(out_dir) / BASELINES).open("a", encoding="utf-8") as fh:
+        append_row(fh, row)
 
 
 def append_row(fh, row: dict) -> None:
@@ -289,17 +365,24 @@ def append_row(fh, row: dict) -> None:
 
 def iter_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell with `runner(item, setting) -> metrics row` (or, for a runner with `many`, all of them
-    through it, several at a time), appending each row as it finishes.
+    through it, several at a time), appending each row as it finishes; first, where the pending cells' lossless
+    baseline was timed in another sitting, this sitting's own lossless cells (`baseline_cells`).
 
     Yields (finished cells, all cells, the row just written) after each cell, so a caller can show progress.
     """
     todo, total = pending(out_dir, suite, items, settings), len(items) * len(settings)
-    rows = runner.many(todo) if hasattr(runner, "many") else ((i, runner(*cell)) for i, cell in enumerate(todo))
+    cells = baseline_cells(out_dir, suite, items, todo) + todo if todo else []
+    rows = runner.many(cells) if hasattr(runner, "many") else ((i, runner(*cell)) for i, cell in enumerate(cells))
+    done = total - len(todo)
     with open_log(out_dir).open("a", encoding="utf-8") as fh:
-        for done, (i, metrics) in enumerate(rows, total - len(todo) + 1):
-            item, setting = todo[i]
+        for i, metrics in rows:
+            item, setting = cells[i]
             row = cell_row(suite, item, setting, run, metrics)
+            if setting.baseline:
+                append_baseline(out_dir, row)
+                continue
             append_row(fh, row)
+            done += 1
             yield done, total, row
 
 
@@ -393,19 +476,55 @@ def ids_divergence(ids: str, baseline: str) -> tuple[float, float]:
     return (float("nan") if first is None else float(first)), equal
 
 
-def add_comparisons(cells: pd.DataFrame) -> pd.DataFrame:
+def sitting_factors(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) -> pd.DataFrame:
+    """What lossless cost per target forward in one sitting against another, per suite: for every pair of sittings
+    that timed lossless on the same problems (in the cell log, or decoded again into baselines.jsonl), the median
+    over those problems of the ratio of CPU seconds (cpu_factor) and of wall seconds (wall_factor) per target
+    forward, and how many problems it rests on. Rows recorded before rows named their sitting share the sitting ""."""
+    on = ["suite", "prompt_id", "gamma", "seed"]
+    parts = [cells[cells["method"] == "lossless"]] + ([baselines] if baselines is not None and len(baselines) else [])
+    obs = pd.concat(parts, ignore_index=True)
+    obs = obs.assign(
+        sitting=obs["sitting"].fillna(""),
+        cpu=obs["cpu_s"] / obs["target_forwards"],
+        wall=obs["wall_s"] / obs["target_forwards"],
+    )[[*on, "sitting", "cpu", "wall"]]
+    pairs = obs.merge(obs, on=on, suffixes=("", "_lossless"))
+    pairs = pairs[pairs["sitting"] != pairs["sitting_lossless"]]
+    pairs = pairs.assign(
+        cpu_factor=pairs["cpu"] / pairs["cpu_lossless"], wall_factor=pairs["wall"] / pairs["wall_lossless"]
+    )
+    g = pairs.groupby(["suite", "sitting", "sitting_lossless"])
+    return pd.concat([g[["cpu_factor", "wall_factor"]].median(), g["prompt_id"].nunique().rename("problems")], axis=1)
+
+
+def add_comparisons(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) -> pd.DataFrame:
     """Join each row with the lossless row of the same suite, prompt, gamma and seed: tau gain, speedup, lossiness
-    (a sampled replicate is compared with lossless sampled from the same seed)."""
+    (a sampled replicate is compared with lossless sampled from the same seed). A speed ratio is side by side where
+    the two rows share a sitting; across sittings it is scaled by what lossless cost per target forward in the two
+    (`sitting_factors`, from the re-timed lossless cells in `baselines`), and left empty where nothing times them
+    against each other; `speed_basis` says which. Rows recorded before rows named their sitting are taken as
+    recorded."""
     cells = cells.assign(seed=cells["seed"].fillna(0))
+    baselines = baselines.assign(seed=baselines["seed"].fillna(0)) if baselines is not None and len(baselines) else None
     on = ["suite", "prompt_id", "gamma", "seed"]
     base = cells.loc[
-        cells["method"] == "lossless", [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids", "n_tokens"]
+        cells["method"] == "lossless",
+        [*on, "tau", "tokens_per_s", "tokens_per_cpu_s", "output_ids", "n_tokens", "sitting"],
     ]
     df = cells.merge(base, on=on, how="left", suffixes=("", "_lossless"))
     df["tau_gain"] = df["tau"] / df["tau_lossless"] - 1
     df["length_ratio"] = df["n_tokens"] / df["n_tokens_lossless"]
-    df["speedup"] = df["tokens_per_s"] / df["tokens_per_s_lossless"]
-    df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"]
+    mine, theirs = df["sitting"].fillna(""), df["sitting_lossless"].fillna("")
+    keys = pd.DataFrame({"suite": df["suite"], "sitting": mine, "sitting_lossless": theirs})
+    factors = keys.merge(sitting_factors(cells, baselines), how="left", on=list(keys.columns))
+    same = (mine == theirs).to_numpy()
+    cpu = np.where(same, 1.0, factors["cpu_factor"].to_numpy(float))
+    wall = np.where(same, 1.0, factors["wall_factor"].to_numpy(float))
+    df["speedup"] = df["tokens_per_s"] / df["tokens_per_s_lossless"] * wall
+    df["speedup_cpu"] = df["tokens_per_cpu_s"] / df["tokens_per_cpu_s_lossless"] * cpu
+    known = [df["tokens_per_s_lossless"].isna().to_numpy(), same & (mine != "").to_numpy(), same, ~np.isnan(cpu)]
+    df["speed_basis"] = np.select(known, [None, "side by side", "as recorded", "adjusted"], "no baseline")
     pairs = [ids_divergence(a, b) for a, b in zip(df["output_ids"], df["output_ids_lossless"])]
     df["first_divergence"], df["equal_share"] = [p[0] for p in pairs], [p[1] for p in pairs]
     return with_centres(df[[*COLUMNS, *DERIVED]])
@@ -415,7 +534,7 @@ def load_sweep(out_dir: str | Path) -> pd.DataFrame:
     """A recorded sweep directory as the tidy table: one row per prompt x setting (COLUMNS + DERIVED)."""
     if not (Path(out_dir) / CELLS).exists():
         raise ValueError(f"{out_dir} holds no sweep (no {CELLS})")
-    return add_comparisons(read_cells(out_dir))
+    return add_comparisons(read_cells(out_dir), read_baselines(out_dir))
 
 
 def load_mask_seeds(dirs: list[str | Path], suite: str) -> pd.DataFrame:
@@ -447,7 +566,9 @@ def load_mask_seeds(dirs: list[str | Path], suite: str) -> pd.DataFrame:
         raise ValueError(f"none of {', '.join(map(str, dirs))} holds lossless {suite} cells to pair the seeds with")
     every = pd.concat([free.assign(seed=s) for s in seeds] + [masked], ignore_index=True)
     every["key"] = every["key"] + "|seed" + every["seed"].astype(int).astype(str)
-    return add_comparisons(every)
+    timed = pd.concat([read_baselines(d) for d in dirs], ignore_index=True)
+    timed = timed[timed["suite"] == suite]
+    return add_comparisons(every, pd.concat([timed.assign(seed=s) for s in seeds], ignore_index=True))
 
 
 def seed_free_reruns(dirs: list[str | Path], suite: str) -> pd.DataFrame:

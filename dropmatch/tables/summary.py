@@ -69,6 +69,8 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     out["mean_logp"] = g["mean_logp"].mean()
     if "ties" in df:
         out["ties"] = g["ties"].sum(min_count=1)  # ties accepted, summed over prompts (empty in older sweeps)
+    if "speed_basis" in df and df["speed_basis"].isin(["adjusted", "no baseline"]).any():  # a part timed apart
+        out["speed_adjusted"] = g["speed_basis"].agg(lambda basis: (basis == "adjusted").mean())
     order = ["suite", "gamma", *(c for c in SETTING_COLUMNS if c != "gamma")]
     rank = {method: i for i, method in enumerate(SWEEP_METHODS)}
     out = out.reset_index()

@@ -16,9 +16,17 @@ pytestmark = pytest.mark.ray  # starts a local Ray cluster and actors
 
 import dropmatch.lab  # noqa: E402
 from dropmatch.cli import main  # noqa: E402
-from dropmatch.lab import distributed  # noqa: E402
+from dropmatch.lab import distributed, sweep  # noqa: E402
 from dropmatch.lab.suites import DEFAULT_SUITE, load_suite  # noqa: E402
-from dropmatch.lab.sweep import CELLS, PairRunner, Setting, pending, read_cells, run_sweep  # noqa: E402
+from dropmatch.lab.sweep import (  # noqa: E402
+    CELLS,
+    PairRunner,
+    Setting,
+    pending,
+    read_baselines,
+    read_cells,
+    run_sweep,
+)
 
 TESTS = Path(__file__).resolve().parents[1]
 TIMING = ("wall_s", "tokens_per_s", "overhead_share", "cpu_s", "tokens_per_cpu_s", "loadavg")
@@ -126,6 +134,23 @@ def test_an_interrupted_ray_sweep_resumes_with_the_missing_cells_only(tmp_path):
     assert sorted(started(log, "second")) == sorted(set(KEYS) - set(first))
     keys = logged_keys(out)
     assert len(keys) == len(set(keys)) == len(KEYS) == len(df)
+
+
+def test_a_later_sitting_on_ray_times_lossless_again_before_its_cells(tmp_path, monkeypatch):
+    """The directory's lossless cells were timed in another sitting: the actors decode them again first, into
+    baselines.jsonl, and the new cells' speed ratios are scaled by them."""
+    out, log = tmp_path / "out", tmp_path / "log"
+    monkeypatch.setattr(sweep, "sitting", lambda: "A")
+    distributed.run_ray_sweep(ITEMS, SETTINGS[:2], out, "s", RUN, TinyRunners(str(log), "first"), actors=2)
+    monkeypatch.setattr(sweep, "sitting", lambda: "B")
+    df = distributed.run_ray_sweep(ITEMS, SETTINGS, out, "s", RUN, TinyRunners(str(log), "second"), actors=2)
+    lossless = [SETTINGS[0].key("s", item.id) for item in ITEMS]
+    assert sorted(started(log, "second")) == sorted(lossless + KEYS[2::3])  # the lossless cells again, then top-k
+    timed = read_baselines(out)
+    assert sorted(timed["key"]) == sorted(lossless) and set(timed["sitting"]) == {"B"}
+    assert sorted(logged_keys(out)) == sorted(KEYS)  # the cell log holds each cell once
+    assert set(df.loc[df["criterion"] == "top-k", "speed_basis"]) == {"adjusted"}
+    assert set(df.loc[df["method"] == "dropmatch", "speed_basis"]) == {"side by side"}
 
 
 def test_cli_ray_backend_records_a_failing_cell_apart_and_goes_on(tmp_path, monkeypatch, capsys):

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from dropmatch.cli import build_parser
+from dropmatch.lab import sweep
 from dropmatch.lab.report import render
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite
 from dropmatch.lab.sweep import (
@@ -22,9 +23,11 @@ from dropmatch.lab.sweep import (
     ids_divergence,
     load_mask_seeds,
     load_sweep,
+    merge_designs,
     parse_centre,
     parse_rule,
     parse_values,
+    read_baselines,
     read_cells,
     run_sweep,
     score_row,
@@ -187,6 +190,76 @@ def test_a_loaded_sweep_computes_each_suites_centre_once_and_its_subsets_read_it
     assert centre(both) == {} and len(computed) == 1
     handmade = pd.DataFrame(df.to_dict("records"))  # rows without the loaded table's attrs
     assert centre(handmade) == {} and len(computed) == 2
+
+
+def timed_runner(calls: list, ms: float):
+    """`fake_runner` on a machine whose target forward costs `ms` milliseconds of CPU (and of wall clock)."""
+    run = fake_runner(calls)
+
+    def timed(item, setting):
+        row = run(item, setting)
+        seconds = row["target_forwards"] * ms / 1000
+        return row | {
+            "cpu_s": seconds,
+            "wall_s": seconds,
+            "tokens_per_cpu_s": 12 / seconds,
+            "tokens_per_s": 12 / seconds,
+        }
+
+    return timed
+
+
+def test_a_sitting_times_itself_against_the_lossless_cells_another_timed(tmp_path, monkeypatch):
+    """A directory recorded in parts on two machines: the second sitting decodes a few lossless cells again, and its
+    cells' speed ratios are scaled by what lossless cost per forward in the two, not read against the first
+    machine's clock."""
+    run = {"max_new_tokens": 8}
+    monkeypatch.setattr(sweep, "sitting", lambda: "A")
+    run_sweep(ITEMS, design_settings({}, "ofat"), tmp_path, "s", run, timed_runner([], ms=100))  # lossless, p 0.3
+    assert read_baselines(tmp_path).empty  # every cell beside its own lossless
+    monkeypatch.setattr(sweep, "sitting", lambda: "B")  # a machine twice as fast
+    later = [Setting("dropmatch", 5, 5, 0.5, "js+majority")]
+    run_sweep(ITEMS, later, tmp_path, "s", run, timed_runner(calls := [], ms=50))
+    assert calls == [
+        "s|a|lossless|g5",
+        "s|b|lossless|g5",
+        "s|a|dropmatch|g5|K5|p0.5|js+majority",
+        "s|b|dropmatch|g5|K5|p0.5|js+majority",
+    ]
+    timed = read_baselines(tmp_path)
+    assert timed["key"].tolist() == ["s|a|lossless|g5", "s|b|lossless|g5"] and set(timed["sitting"]) == {"B"}
+    assert (read_cells(tmp_path)["method"] == "lossless").sum() == 2  # the cell log keeps one lossless per problem
+    run_sweep(ITEMS, [Setting("dropmatch", 5, 5, 0.2, "js+majority")], tmp_path, "s", run, timed_runner(more := [], 50))
+    assert "s|a|lossless|g5" not in more and len(read_baselines(tmp_path)) == 2  # this sitting timed them already
+    df = load_sweep(tmp_path).set_index(["prompt_id", "p_drop"])
+    # tau 5 against lossless's 3 on the same forward cost: 5/3, where the raw clocks would read 10/3
+    assert df.loc[("a", 0.5), "speedup_cpu"] == pytest.approx(5 / 3) == df.loc[("a", 0.5), "speedup"]
+    assert df.loc[("a", 0.5), "speed_basis"] == "adjusted" and df.loc[("a", 0.3), "speed_basis"] == "side by side"
+    assert df.loc[("a", 0.3), "speedup_cpu"] == pytest.approx(4.2 / 3)
+    table = summary(load_sweep(tmp_path)).set_index("p_drop")
+    assert table.loc[0.5, "speed_adjusted"] == 1 and table.loc[0.3, "speed_adjusted"] == 0
+
+    monkeypatch.setattr(sweep, "BASELINE_PROBLEMS", 0)  # a sitting that timed no lossless cell: no ratio at all
+    monkeypatch.setattr(sweep, "sitting", lambda: "C")
+    run_sweep(ITEMS, [Setting("dropmatch", 5, 5, 0.1, "js+majority")], tmp_path, "s", run, timed_runner([], 50))
+    df = load_sweep(tmp_path).set_index(["prompt_id", "p_drop"])
+    assert df.loc[("a", 0.1), "speed_basis"] == "no baseline" and math.isnan(df.loc[("a", 0.1), "speedup_cpu"])
+    older = read_cells(tmp_path).assign(sitting=None)  # cells from before sittings were named: as recorded
+    assert set(sweep.add_comparisons(older)["speed_basis"]) == {"as recorded"}
+    for sitting, cpu in (("A", "Intel(R) Xeon(R) Processor"), ("B", "AMD EPYC"), ("C", "AMD EPYC")):
+        check_manifest(tmp_path, "s", run, {"design": "ofat", "sittings": {sitting: {"cpu": cpu}}})
+    page = render(load_sweep(tmp_path), json.loads((tmp_path / "sweep.json").read_text()))
+    assert "3: AMD EPYC (2), Intel(R) Xeon(R) Processor (1)" in page  # the report counts the machines
+
+
+def test_the_manifest_keeps_every_sittings_environment():
+    first = {"design": "ofat", "sittings": {"A": {"cpu": "Xeon"}}, "environment": {"cpu": "Xeon"}}
+    merged = merge_designs(
+        first, {"design": "ofat", "sittings": {"B": {"cpu": "EPYC"}}, "environment": {"cpu": "EPYC"}}
+    )
+    assert merged["sittings"] == {"A": {"cpu": "Xeon"}, "B": {"cpu": "EPYC"}} and merged["environment"] == {
+        "cpu": "EPYC"
+    }
 
 
 @pytest.mark.parametrize(
