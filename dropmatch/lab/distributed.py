@@ -177,8 +177,8 @@ def iter_ray_sweep(
     batch: int = 1,
 ) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives;
-    first, where the pending cells' lossless baseline was timed in another sitting, this sitting's own lossless cells
-    (`sweep.baseline_cells`, into baselines.jsonl).
+    where the pending cells' lossless baseline was timed in another sitting, some of this sitting's own lossless cells
+    among them (`sweep.with_baselines`, into baselines.jsonl).
 
     Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. Each actor holds up to
     CHUNK_BATCHES x `batch` cells at a time, which its runner decodes `batch` at a time (a finished cell's place taken
@@ -192,7 +192,7 @@ def iter_ray_sweep(
     options = actor_options(device, threads)
     check_resources(actors, options)
     log = sweep.open_log(out_dir)
-    cells = sweep.baseline_cells(out_dir, suite, items, todo) + todo  # this sitting's lossless cells first
+    cells = sweep.with_baselines(out_dir, suite, items, todo)  # this sitting's lossless cells among them
     queue = deque((item, setting, 0, False) for item, setting in cells)  # (cell, tries, to run alone)
     pool = _Pool(make, min(actors, len(todo)), threads, options)
     inflight: dict = {}

@@ -301,10 +301,12 @@ def cell_row(suite: str, item: SuiteItem, setting: Setting, run: dict, metrics: 
 # ---- sittings: speed ratios side by side ----------------------------------------------------------
 # A sweep directory is recorded in parts, and a part may run on another machine or under another load: a cell's
 # tokens per second mean something only beside a lossless cell timed in the same sitting. Every row names its
-# sitting; where a sweep adds cells whose lossless baseline another sitting timed, it first decodes a few lossless
-# cells again (baselines.jsonl, never the cell log), and `add_comparisons` scales those cells' speed ratios by what
-# the same problems cost in the two sittings.
-BASELINE_PROBLEMS = 6  # lossless cells a sitting decodes again to time itself against another's
+# sitting; where a sweep adds cells whose lossless baseline another sitting timed, it decodes the lossless cell of every
+# BASELINE_EVERY-th such problem again, just before that problem's cells (baselines.jsonl, never the cell log), and
+# `add_comparisons` scales those cells' speed ratios by what the same problems cost in the two sittings. Spread
+# through the command, the re-timed cells see the load its cells saw (a shared machine's speed drifts within a boot:
+# here lossless cost 300 to 800 ms of CPU a forward in one boot), and none of them is only a cold start.
+BASELINE_EVERY = 4  # one problem in this many, of those whose lossless another sitting timed, is timed again
 
 
 @functools.cache
@@ -322,26 +324,26 @@ def sitting() -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(began))} boot {boot}"
 
 
-def baseline_cells(out_dir, suite: str, items: list[SuiteItem], todo) -> list[tuple[SuiteItem, Setting]]:
-    """The lossless cells this sitting decodes again before `todo`: where a pending cell will be compared with a
-    lossless cell another sitting recorded (or one recorded before cells named their sitting), the first
-    BASELINE_PROBLEMS problems whose lossless cell is in the log, at that baseline's gamma and seed; none where
-    this sitting timed them already."""
+def with_baselines(out_dir, suite: str, items: list[SuiteItem], todo) -> list[tuple[SuiteItem, Setting]]:
+    """`todo` with this sitting's lossless cells among them: where a problem's pending cells will be compared with a
+    lossless cell another sitting recorded (or one recorded before cells named their sitting), and this sitting has
+    not timed it yet, every BASELINE_EVERY-th such problem (the first among them) has that lossless cell, at its
+    gamma and seed, decoded again just before its own pending cells."""
     cells = read_cells(out_dir)
     base = cells[cells["method"] == "lossless"]
     recorded_in = dict(zip(base["key"], base["sitting"]))
     now = sitting()
-    wanted = []
-    for item, s in todo:
-        b = Setting("lossless", s.gamma, seed=s.seed, baseline=True)
-        if s.method != "lossless" and recorded_in.get(b.key(suite, item.id), now) != now and b not in wanted:
-            wanted.append(b)
     timed = read_baselines(out_dir)
     timed = set(timed.loc[timed["sitting"] == now, "key"]) if len(timed) else set()
-    out = []
-    for b in wanted:
-        ids = [i for i in items if b.key(suite, i.id) in recorded_in][:BASELINE_PROBLEMS]
-        out += [(i, b) for i in ids if b.key(suite, i.id) not in timed]
+    out, seen, needing = [], set(), 0
+    for item, s in todo:
+        b = Setting("lossless", s.gamma, seed=s.seed, baseline=True)
+        key = b.key(suite, item.id)
+        if s.method != "lossless" and key not in seen and key not in timed and recorded_in.get(key, now) != now:
+            seen.add(key)
+            out += [(item, b)] if needing % BASELINE_EVERY == 0 else []
+            needing += 1
+        out.append((item, s))
     return out
 
 
@@ -365,13 +367,13 @@ def append_row(fh, row: dict) -> None:
 
 def iter_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) -> Iterator[tuple[int, int, dict]]:
     """Run every pending cell with `runner(item, setting) -> metrics row` (or, for a runner with `many`, all of them
-    through it, several at a time), appending each row as it finishes; first, where the pending cells' lossless
-    baseline was timed in another sitting, this sitting's own lossless cells (`baseline_cells`).
+    through it, several at a time), appending each row as it finishes; where the pending cells' lossless baseline was
+    timed in another sitting, some of this sitting's own lossless cells among them (`with_baselines`).
 
     Yields (finished cells, all cells, the row just written) after each cell, so a caller can show progress.
     """
     todo, total = pending(out_dir, suite, items, settings), len(items) * len(settings)
-    cells = baseline_cells(out_dir, suite, items, todo) + todo if todo else []
+    cells = with_baselines(out_dir, suite, items, todo)
     rows = runner.many(cells) if hasattr(runner, "many") else ((i, runner(*cell)) for i, cell in enumerate(cells))
     done = total - len(todo)
     with open_log(out_dir).open("a", encoding="utf-8") as fh:

@@ -210,9 +210,9 @@ def timed_runner(calls: list, ms: float):
 
 
 def test_a_sitting_times_itself_against_the_lossless_cells_another_timed(tmp_path, monkeypatch):
-    """A directory recorded in parts on two machines: the second sitting decodes a few lossless cells again, and its
-    cells' speed ratios are scaled by what lossless cost per forward in the two, not read against the first
-    machine's clock."""
+    """A directory recorded in parts on two machines: the second sitting decodes the lossless cell of every
+    BASELINE_EVERY-th problem again, just before that problem's cells, and its cells' speed ratios are scaled by what
+    lossless cost per forward in the two, not read against the first machine's clock."""
     run = {"max_new_tokens": 8}
     monkeypatch.setattr(sweep, "sitting", lambda: "A")
     run_sweep(ITEMS, design_settings({}, "ofat"), tmp_path, "s", run, timed_runner([], ms=100))  # lossless, p 0.3
@@ -220,31 +220,28 @@ def test_a_sitting_times_itself_against_the_lossless_cells_another_timed(tmp_pat
     monkeypatch.setattr(sweep, "sitting", lambda: "B")  # a machine twice as fast
     later = [Setting("dropmatch", 5, 5, 0.5, "js+majority")]
     run_sweep(ITEMS, later, tmp_path, "s", run, timed_runner(calls := [], ms=50))
-    assert calls == [
-        "s|a|lossless|g5",
-        "s|b|lossless|g5",
-        "s|a|dropmatch|g5|K5|p0.5|js+majority",
-        "s|b|dropmatch|g5|K5|p0.5|js+majority",
-    ]
+    a5, b5 = "s|a|dropmatch|g5|K5|p0.5|js+majority", "s|b|dropmatch|g5|K5|p0.5|js+majority"
+    assert calls == ["s|a|lossless|g5", a5, b5]  # the first such problem, then every BASELINE_EVERY-th
     timed = read_baselines(tmp_path)
-    assert timed["key"].tolist() == ["s|a|lossless|g5", "s|b|lossless|g5"] and set(timed["sitting"]) == {"B"}
+    assert timed["key"].tolist() == ["s|a|lossless|g5"] and set(timed["sitting"]) == {"B"}
     assert (read_cells(tmp_path)["method"] == "lossless").sum() == 2  # the cell log keeps one lossless per problem
+    monkeypatch.setattr(sweep, "BASELINE_EVERY", 1)
     run_sweep(ITEMS, [Setting("dropmatch", 5, 5, 0.2, "js+majority")], tmp_path, "s", run, timed_runner(more := [], 50))
-    assert "s|a|lossless|g5" not in more and len(read_baselines(tmp_path)) == 2  # this sitting timed them already
+    a2, b2 = "s|a|dropmatch|g5|K5|p0.2|js+majority", "s|b|dropmatch|g5|K5|p0.2|js+majority"
+    assert more == [a2, "s|b|lossless|g5", b2]  # a's lossless this sitting timed already; b's it times now
     df = load_sweep(tmp_path).set_index(["prompt_id", "p_drop"])
     # tau 5 against lossless's 3 on the same forward cost: 5/3, where the raw clocks would read 10/3
-    assert df.loc[("a", 0.5), "speedup_cpu"] == pytest.approx(5 / 3) == df.loc[("a", 0.5), "speedup"]
-    assert df.loc[("a", 0.5), "speed_basis"] == "adjusted" and df.loc[("a", 0.3), "speed_basis"] == "side by side"
-    assert df.loc[("a", 0.3), "speedup_cpu"] == pytest.approx(4.2 / 3)
+    assert df.loc[("b", 0.5), "speedup_cpu"] == pytest.approx(5 / 3) == df.loc[("b", 0.5), "speedup"]
+    assert df.loc[("b", 0.5), "speed_basis"] == "adjusted" and df.loc[("b", 0.3), "speed_basis"] == "side by side"
+    assert df.loc[("b", 0.3), "speedup_cpu"] == pytest.approx(4.2 / 3)
     table = summary(load_sweep(tmp_path)).set_index("p_drop")
     assert table.loc[0.5, "speed_adjusted"] == 1 and table.loc[0.3, "speed_adjusted"] == 0
 
-    monkeypatch.setattr(sweep, "BASELINE_PROBLEMS", 0)  # a sitting that timed no lossless cell: no ratio at all
-    monkeypatch.setattr(sweep, "sitting", lambda: "C")
-    run_sweep(ITEMS, [Setting("dropmatch", 5, 5, 0.1, "js+majority")], tmp_path, "s", run, timed_runner([], 50))
-    df = load_sweep(tmp_path).set_index(["prompt_id", "p_drop"])
-    assert df.loc[("a", 0.1), "speed_basis"] == "no baseline" and math.isnan(df.loc[("a", 0.1), "speedup_cpu"])
-    older = read_cells(tmp_path).assign(sitting=None)  # cells from before sittings were named: as recorded
+    cells, timed = read_cells(tmp_path), read_baselines(tmp_path)
+    elsewhere = cells.assign(sitting=cells["sitting"].replace("B", "C"))  # a sitting that timed no lossless cell
+    df = sweep.add_comparisons(elsewhere, timed).set_index(["prompt_id", "p_drop"])
+    assert df.loc[("a", 0.5), "speed_basis"] == "no baseline" and math.isnan(df.loc[("a", 0.5), "speedup_cpu"])
+    older = cells.assign(sitting=None)  # cells from before sittings were named: as recorded
     assert set(sweep.add_comparisons(older)["speed_basis"]) == {"as recorded"}
     for sitting, cpu in (("A", "Intel(R) Xeon(R) Processor"), ("B", "AMD EPYC"), ("C", "AMD EPYC")):
         check_manifest(tmp_path, "s", run, {"design": "ofat", "sittings": {sitting: {"cpu": cpu}}})
