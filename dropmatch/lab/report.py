@@ -50,8 +50,8 @@ EXTRA_DEFINITIONS = {
     "sitting), adjusted (timed in two sittings, scaled by the median ratio of lossless's seconds per target forward "
     "on the problems both sittings decoded), no baseline (two sittings that timed no problem alike: left empty), "
     "as recorded (rows from before sittings were named)",
-    "sittings": "the sweep commands that timed the suite's cells, counted by the CPU each ran on (sweep.json names "
-    "each one's machine); speed ratios across them are scaled, see speed_basis",
+    "sittings": "the sittings (boots of a machine) that timed the suite's cells, counted by the CPU each ran on "
+    "(sweep.json names each one's machine); speed ratios across them are scaled, see speed_basis",
     "sitting": "the sitting that decoded the cell: one boot of one machine, named by when it booted (UTC) and its boot "
     "id; sweep.json names each sitting's machine (empty for cells recorded before sittings were named)",
     "speed_adjusted": "share of the setting's problems whose speed ratio was scaled across sittings (speed_basis "
