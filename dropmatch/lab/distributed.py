@@ -192,7 +192,7 @@ def iter_ray_sweep(
     options = actor_options(device, threads)
     check_resources(actors, options)
     log = sweep.open_log(out_dir)
-    cells = sweep.with_baselines(out_dir, suite, items, todo)  # this sitting's lossless cells among them
+    cells = sweep.with_baselines(out_dir, suite, todo)  # this sitting's lossless cells among them
     queue = deque((item, setting, 0, False) for item, setting in cells)  # (cell, tries, to run alone)
     pool = _Pool(make, min(actors, len(todo)), threads, options)
     inflight: dict = {}

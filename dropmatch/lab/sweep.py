@@ -324,7 +324,7 @@ def sitting() -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(began))} boot {boot}"
 
 
-def with_baselines(out_dir, suite: str, items: list[SuiteItem], todo) -> list[tuple[SuiteItem, Setting]]:
+def with_baselines(out_dir, suite: str, todo) -> list[tuple[SuiteItem, Setting]]:
     """`todo` with this sitting's lossless cells among them: where a problem's pending cells will be compared with a
     lossless cell another sitting recorded (or one recorded before cells named their sitting), and this sitting has
     not timed it yet, every BASELINE_EVERY-th such problem (the first among them) has that lossless cell, at its
@@ -373,7 +373,7 @@ def iter_sweep(items, settings, out_dir, suite: str, run: dict, runner: Runner) 
     Yields (finished cells, all cells, the row just written) after each cell, so a caller can show progress.
     """
     todo, total = pending(out_dir, suite, items, settings), len(items) * len(settings)
-    cells = with_baselines(out_dir, suite, items, todo)
+    cells = with_baselines(out_dir, suite, todo)
     rows = runner.many(cells) if hasattr(runner, "many") else ((i, runner(*cell)) for i, cell in enumerate(cells))
     done = total - len(todo)
     with open_log(out_dir).open("a", encoding="utf-8") as fh:
@@ -482,7 +482,7 @@ def sitting_factors(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     """What lossless cost per target forward in one sitting against another, per suite: for every pair of sittings
     that timed lossless on the same problems (in the cell log, or decoded again into baselines.jsonl), the median
     over those problems of the ratio of CPU seconds (cpu_factor) and of wall seconds (wall_factor) per target
-    forward, and how many problems it rests on. Rows recorded before rows named their sitting share the sitting ""."""
+    forward. Rows recorded before rows named their sitting share the sitting ""."""
     on = ["suite", "prompt_id", "gamma", "seed"]
     parts = [cells[cells["method"] == "lossless"]] + ([baselines] if baselines is not None and len(baselines) else [])
     obs = pd.concat(parts, ignore_index=True)
@@ -496,8 +496,7 @@ def sitting_factors(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     pairs = pairs.assign(
         cpu_factor=pairs["cpu"] / pairs["cpu_lossless"], wall_factor=pairs["wall"] / pairs["wall_lossless"]
     )
-    g = pairs.groupby(["suite", "sitting", "sitting_lossless"])
-    return pd.concat([g[["cpu_factor", "wall_factor"]].median(), g["prompt_id"].nunique().rename("problems")], axis=1)
+    return pairs.groupby(["suite", "sitting", "sitting_lossless"])[["cpu_factor", "wall_factor"]].median()
 
 
 def add_comparisons(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) -> pd.DataFrame:
