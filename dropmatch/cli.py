@@ -517,7 +517,7 @@ def _cmd_report(args) -> int:
     report = _plotted()
     if report is None:
         raise ValueError(f"the report draws its figures with plotly: {FIGURES_HINT}")
-    path = report.write_report(args.source, args.out)
+    path = report.write_report(args.source, args.out, args.limit)
     print(f"report written to {path}")
     return 0
 
@@ -915,6 +915,13 @@ def _add_sweep(sub) -> None:
     r = sub.add_parser("report", help="turn a sweep directory into one self-contained HTML report")
     r.add_argument("--from", dest="source", required=True, help="a sweep directory")
     r.add_argument("--out", default=None, help="the HTML file (default: DIR/report.html)")
+    r.add_argument(
+        "--limit",
+        type=_positive,
+        default=None,
+        help="judge each suite's first N problems only, in the suite's order (humaneval, word-problems): a part of a "
+        "recording still growing, as it was judged (default file: DIR/report_firstN.html)",
+    )
     r.set_defaults(func=_cmd_report)
 
 

@@ -354,11 +354,15 @@ def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep repor
     return f"<!doctype html><html><head>{head}</head><body>{''.join(parts)}</body></html>"
 
 
-def write_report(source: str | Path, out: str | Path | None = None) -> Path:
-    """Render the sweep in `source` into `out` (default: source/report.html)."""
-    df, manifest = load_sweep(source), read_manifest(source)
-    path = Path(out) if out else Path(source) / "report.html"
-    path.write_text(render(df, manifest), encoding="utf-8")
+def write_report(source: str | Path, out: str | Path | None = None, limit: int | None = None) -> Path:
+    """Render the sweep in `source` into `out` (default: source/report.html); with `limit`, on each suite's first
+    `limit` problems only (`sweep.first_problems`; default: source/report_first<limit>.html, so the whole
+    recording's report stays as it is)."""
+    df, manifest = load_sweep(source, limit), read_manifest(source)
+    name = f"report_first{limit}.html" if limit else "report.html"
+    path = Path(out) if out else Path(source) / name
+    title = f"DropMatch sweep report: each suite's first {limit} problems" if limit else "DropMatch sweep report"
+    path.write_text(render(df, manifest, title), encoding="utf-8")
     return path
 
 

@@ -39,7 +39,7 @@ from dropmatch.config import (
 from dropmatch.criteria import CRITERION_KNOBS, DROPMATCH_CRITERIA, RELATIVE_CRITERIA
 from dropmatch.decode import Request, stream_many
 from dropmatch.lab.files import BASELINES, CELLS, TABLE, read_cell_rows, read_manifest, recorded, write_manifest
-from dropmatch.lab.suites import SuiteItem, ends_early, score, truncate_completion
+from dropmatch.lab.suites import HUMANEVAL, WORD_PROBLEMS, SuiteItem, ends_early, load_suite, score, truncate_completion
 from dropmatch.metrics import compute, divergence, emitted_reasons, relaxed_tokens
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import with_centres
@@ -531,11 +531,30 @@ def add_comparisons(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     return with_centres(df[[*COLUMNS, *DERIVED]])
 
 
-def load_sweep(out_dir: str | Path) -> pd.DataFrame:
-    """A recorded sweep directory as the tidy table: one row per prompt x setting (COLUMNS + DERIVED)."""
+def load_sweep(out_dir: str | Path, limit: int | None = None) -> pd.DataFrame:
+    """A recorded sweep directory as the tidy table: one row per prompt x setting (COLUMNS + DERIVED); with `limit`,
+    each suite's first `limit` problems only (`first_problems`)."""
     if not (Path(out_dir) / CELLS).exists():
         raise ValueError(f"{out_dir} holds no sweep (no {CELLS})")
-    return add_comparisons(read_cells(out_dir), read_baselines(out_dir))
+    cells = read_cells(out_dir)
+    return add_comparisons(first_problems(cells, limit) if limit else cells, read_baselines(out_dir))
+
+
+def first_problems(cells: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The cells of each suite's first `limit` problems in the suite's own order: a part of a recording that goes on
+    growing (the word problems' pilot inside the 2,000 part) read as it was judged. Only the suites this project ships
+    or generates have an order a sweep knows; a suite file's does not travel with its cells."""
+    if limit < 1:
+        raise ValueError(f"limit must be a positive integer; got {limit!r}")
+    keep = set()
+    for suite in cells["suite"].unique():
+        if suite not in (HUMANEVAL, WORD_PROBLEMS):
+            raise ValueError(
+                f"a limit reads a suite's own order, which a sweep knows for {HUMANEVAL} and {WORD_PROBLEMS}; "
+                f"this one also holds {suite!r}, a suite file whose order its cells do not keep"
+            )
+        keep |= {(suite, item.id) for item in load_suite(suite, limit)}
+    return cells[[pair in keep for pair in zip(cells["suite"], cells["prompt_id"])]]
 
 
 def load_mask_seeds(dirs: list[str | Path], suite: str) -> pd.DataFrame:

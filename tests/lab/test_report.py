@@ -12,6 +12,7 @@ import pytest
 from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.paper import PAPER, PAPER_COLUMN
 from dropmatch.lab.report import VERDICT_NOTE, definition, render, table_html, write_outputs, write_report
+from dropmatch.lab.suites import load_suite
 from dropmatch.lab.sweep import load_sweep
 from dropmatch.tables.summary import per_category, summary
 from dropmatch.tables.tradeoff import centre, held, infer_centre, matched_table
@@ -199,3 +200,34 @@ def test_a_suite_recorded_in_parts_reports_its_whole_settings_and_lists_the_rest
     page = render(pd.concat([part, partial]), {})
     assert "typical 0.99 (3 of 164)" in page  # named as still being recorded
     assert page.count("typical=0.99") == 0 and "typical γ5 epsilon=0.99" not in page  # in no figure
+
+
+def test_a_suites_first_problems_are_its_own_first_and_read_as_in_the_whole_table():
+    """A limit keeps the suite's first problems in the suite's order (not the order Ray recorded them in), every
+    setting's rows of them, and each row as the whole recording reads it (speed ratios and all)."""
+    verdict_dir = Path(__file__).parents[2] / "assets" / "verdict"
+    ids = [item.id for item in load_suite("humaneval", 20)]
+    first, whole = load_sweep(verdict_dir, limit=20), load_sweep(verdict_dir)
+    assert set(first["prompt_id"]) == set(ids)
+    expected = whole[whole["prompt_id"].isin(ids)]
+    order = ["key"]
+    pd.testing.assert_frame_equal(
+        first.sort_values(order).reset_index(drop=True), expected.sort_values(order).reset_index(drop=True)
+    )
+
+
+def test_a_report_on_the_first_problems_keeps_the_whole_report_and_refuses_a_suite_file(tmp_path):
+    import json
+
+    with pytest.raises(ValueError, match="mini_spec_bench"):
+        load_sweep(RECORDED, limit=2)  # a suite file's order does not travel with its cells
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_bytes((RECORDED / "sweep.json").read_bytes())
+    lines = (RECORDED / "cells.jsonl").read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if json.loads(line)["suite"] == "humaneval"]
+    (sweep / "cells.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    path = write_report(sweep, limit=2)
+    assert path == sweep / "report_first2.html" and not (sweep / "report.html").exists()
+    text = path.read_text(encoding="utf-8")
+    assert "first 2 problems" in text and "Suite: humaneval (2 prompts)" in text
