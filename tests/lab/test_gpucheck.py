@@ -83,3 +83,14 @@ def test_first_difference_names_where_two_runs_part():
     assert gpucheck.first_difference([1, 2, 3], [1, 2, 3]) is None
     assert gpucheck.first_difference([1, 2, 3], [1, 5, 3]) == 1
     assert gpucheck.first_difference([1, 2], [1, 2, 3]) == 2
+
+
+def test_a_budget_too_short_skips_each_section_and_says_so(tmp_path):
+    """A section the budget cannot start is recorded as skipped, with the seconds left and needed, and the file is
+    still written; --tiny sets no budget of its own, so the test above checks every section however loaded the CPU."""
+    result = gpucheck.run(tmp_path, "cpu", tiny=True, budget_s=0.0)
+    sections = result["sections"]
+    assert list(sections) == SECTIONS and all(s["status"] == "skipped" for s in sections.values())
+    assert all(s["reason"].startswith("budget: ") and "needed" in s["reason"] for s in sections.values())
+    assert json.loads((tmp_path / gpucheck.FILE).read_text(encoding="utf-8"))["budget_s"] == 0.0
+    assert gpucheck.Budget(None).left() == math.inf
