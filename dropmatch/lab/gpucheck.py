@@ -93,7 +93,7 @@ def free(device: str) -> None:
 
 class Budget:
     """The run's time limit: sections and runs that would pass it are skipped, and say so; None sets none (what a
-    CPU run with --tiny does, so what it checks never hangs on the machine's load)."""
+    CPU run with --tiny does, so what the check covers does not depend on the machine's load)."""
 
     def __init__(self, seconds: float | None):
         self.start, self.seconds = time.perf_counter(), seconds

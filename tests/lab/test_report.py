@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -210,15 +211,12 @@ def test_a_suites_first_problems_are_its_own_first_and_read_as_in_the_whole_tabl
     first, whole = load_sweep(verdict_dir, limit=20), load_sweep(verdict_dir)
     assert set(first["prompt_id"]) == set(ids)
     expected = whole[whole["prompt_id"].isin(ids)]
-    order = ["key"]
     pd.testing.assert_frame_equal(
-        first.sort_values(order).reset_index(drop=True), expected.sort_values(order).reset_index(drop=True)
+        first.sort_values("key").reset_index(drop=True), expected.sort_values("key").reset_index(drop=True)
     )
 
 
 def test_a_report_on_the_first_problems_keeps_the_whole_report_and_refuses_a_suite_file(tmp_path):
-    import json
-
     with pytest.raises(ValueError, match="mini_spec_bench"):
         load_sweep(RECORDED, limit=2)  # a suite file's order does not travel with its cells
     sweep = tmp_path / "sweep"
