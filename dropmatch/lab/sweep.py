@@ -329,6 +329,8 @@ def with_baselines(out_dir, suite: str, todo) -> list[tuple[SuiteItem, Setting]]
     lossless cell another sitting recorded (or one recorded before cells named their sitting), and this sitting has
     not timed it yet, every BASELINE_EVERY-th such problem (the first among them) has that lossless cell, at its
     gamma and seed, decoded again just before its own pending cells."""
+    if not todo:
+        return []
     cells = read_cells(out_dir)
     base = cells[cells["method"] == "lossless"]
     recorded_in = dict(zip(base["key"], base["sitting"]))
@@ -341,7 +343,8 @@ def with_baselines(out_dir, suite: str, todo) -> list[tuple[SuiteItem, Setting]]
         key = b.key(suite, item.id)
         if s.method != "lossless" and key not in seen and key not in timed and recorded_in.get(key, now) != now:
             seen.add(key)
-            out += [(item, b)] if needing % BASELINE_EVERY == 0 else []
+            if needing % BASELINE_EVERY == 0:
+                out.append((item, b))
             needing += 1
         out.append((item, s))
     return out
