@@ -198,6 +198,20 @@ def test_a_rule_without_a_knob_is_judged_with_the_rest(table):
     got = verdict.against_lossless(whole).set_index("rule")
     assert (got.loc["tie-only", "lost"], got.loc["tie-only", "gained"]) == (1, 1)
     assert got.loc["tie-only", "ties"] == 2 * N  # the control's ties are all it accepts: read under its missing knob
+    left = verdict.unmatched_rules(whole, 5.4).set_index("rule")  # the control's tau 4.85 is 0.55 off
+    assert left["knob_free"].to_dict() == {"tie-only": True, "typical": False, "fuzzy-tv": False}
+
+
+def test_the_app_names_a_rule_without_a_knob_apart_from_the_rules_not_matched(table):
+    """No setting of the tie-only control can be moved to a tau: it is not 'not matched', it has nothing to match."""
+    from viz.verdict import verdict_tables
+
+    control = pd.DataFrame(rows("relative", 4.85, flip(BASE, lose=1, gain=1), criterion="tie-only"))
+    shown, _ = verdict_tables(pd.concat([table, control]), lambda _: None, "{bar}")
+    folds = re.findall(r"<details class=dm-fold.*?</details>", shown, flags=re.S)
+    at_dm = [f for f in folds if "Rule against rule" in f]
+    assert at_dm and all("No knob to match, read against lossless above: tie-only (tau 4.85)." in f for f in at_dm)
+    assert not any(re.search(r"Not matched[^<]*tie-only", f) for f in at_dm)
 
 
 def test_a_recording_in_parts_is_judged_on_its_whole_settings(table):

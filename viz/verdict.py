@@ -148,10 +148,14 @@ def verdict_tables(
             f"Rule against rule at DropMatch's tau ({label}; settings within ±{TAU_TOLERANCE:g}): {len(pairs)} pairs"
         )
         body = _table(shown_rules(pairs, at_t0), about) if len(pairs) else "<p class=note>No two rules matched.</p>"
-        if len(left):
-            far = ", ".join(f"{r.rule} (nearest tau {r.tau:.2f})" for r in shown_rules(left, at_t0).itertuples())
+        far, fixed = left[~left["knob_free"]], left[left["knob_free"]]
+        if len(far):
+            named = ", ".join(f"{r.rule} (nearest tau {r.tau:.2f})" for r in shown_rules(far, at_t0).itertuples())
             body += f"<p class=note>Not matched (no setting within ±{TAU_TOLERANCE:g} of tau {tau:.2f}): "
-            body += f"{html.escape(far)}.</p>"
+            body += f"{html.escape(named)}.</p>"
+        if len(fixed):
+            named = ", ".join(f"{r.rule} (tau {r.tau:.2f})" for r in shown_rules(fixed, at_t0).itertuples())
+            body += f"<p class=note>No knob to match, read against lossless above: {html.escape(named)}.</p>"
         out.append(_fold(summary, body))
     return "".join(out), whole
 

@@ -301,12 +301,15 @@ def rule_pairs(df: pd.DataFrame, target_tau: float, tolerance: float = TAU_TOLER
 
 
 def unmatched_rules(df: pd.DataFrame, target_tau: float, tolerance: float = TAU_TOLERANCE) -> pd.DataFrame:
-    """The rules left out of `rule_pairs` at `target_tau`: their nearest setting's tau lies beyond `tolerance`."""
+    """The rules left out of `rule_pairs` at `target_tau`: their nearest setting's tau lies beyond `tolerance`.
+    `knob_free` marks a rule with no knob (the tie-only control): no setting of it could be moved to that tau, so it
+    is read against lossless, not matched."""
     chosen = nearest_settings(df, target_tau)
     if chosen.empty:
-        return chosen
+        return pd.DataFrame(columns=["rule", "knob", "tau", "knob_free"])
     chosen = chosen[chosen["method"] != "lossless"]
-    return chosen.loc[(chosen["tau"] - target_tau).abs() > tolerance + 1e-12, ["rule", "knob", "tau"]]
+    left = chosen.loc[(chosen["tau"] - target_tau).abs() > tolerance + 1e-12, ["rule", "knob", "tau"]]
+    return left.assign(knob_free=left["knob"].isna())
 
 
 def _score_at_tau(curve: pd.DataFrame, tau: float, rule: str) -> tuple[float, str]:
