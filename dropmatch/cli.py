@@ -575,7 +575,8 @@ def _cmd_power(args) -> int:
         print(f"  with {args.samples} samples a problem (intra-problem correlation {args.rho}): "
               f"{math.ceil(got['problems_with_samples']):,} problems")  # fmt: skip
     if args.problems:
-        print(f"  at {args.problems} problems: power {got['power_at_loss']:.1%}, "
+        each = f" of {args.samples} samples each" if args.samples > 1 else ""
+        print(f"  at {args.problems:,} problems{each}: power {got['power_at_loss']:.1%}, "
               f"smallest detectable loss {got['detectable_loss']:.4f}")  # fmt: skip
     return 0
 
@@ -937,8 +938,12 @@ def _add_analysis(sub) -> None:
     )
     w.add_argument("--from", dest="source", help="a recorded sweep: every setting's own discordance against lossless")
     w.add_argument("--suite", default="humaneval", help="which suite of the sweep (default humaneval)")
-    w.add_argument("--problems", type=_positive, help="with --psi: the power and detectable loss at this many")
-    w.add_argument("--samples", type=_positive, default=1, help="with --psi: samples a problem (T > 0)")
+    w.add_argument(
+        "--problems", type=_positive, help="with --psi: the power and detectable loss at this many (--samples each)"
+    )
+    w.add_argument(
+        "--samples", type=_positive, default=1, help="with --psi: samples a problem (T > 0), or problems a template"
+    )
     w.add_argument("--rho", type=float, default=0.0, help="with --samples: the outcomes' intra-problem correlation")
     w.set_defaults(func=_cmd_power)
     e = sub.add_parser("seeds", help="DropMatch's mask seed as noise: greedy recordings that differ only in --seed")

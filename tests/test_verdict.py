@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dropmatch.tables import verdict
+from dropmatch.tables import power, verdict
 from dropmatch.tables.summary import mcnemar_p
 
 DM = {"K": 5, "criterion": "js+majority"}
@@ -152,6 +152,9 @@ def test_word_problems_cluster_by_template_in_the_test_the_interval_and_the_plan
     c = d - d.mean()
     expected = 2 * (c[:60].sum() ** 2 + c[60:].sum() ** 2) / 120**2 / ((c**2).sum() / (120 * 119))
     assert got["design_effect"] == pytest.approx(expected) and got["design_effect"] > 5
+    low, high = got["design_effect_low"], got["design_effect_high"]  # two templates: a wide, rough interval
+    assert low - 1e-9 <= got["design_effect"] <= high + 1e-9
+    assert (low, high) == power.design_effect_interval(d, [i[:4] for i in ids])
     assert verdict.cluster("a-01#17") == "a-01" and verdict.cluster("HumanEval/17") == "HumanEval/17"
 
 

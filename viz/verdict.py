@@ -57,6 +57,8 @@ WORDS = {
     "non_inferior": "non-inferior at the bar",
     "detectable_loss": "smallest loss detectable (80% power)",
     "design_effect": "design effect",
+    "design_effect_low": "design effect: 95% low",
+    "design_effect_high": "design effect: 95% high",
     "clusters": "clusters",
     "point_within_bar": "point estimate within the bar",
     "length_ratio": "length ratio λ",
@@ -81,7 +83,9 @@ WORDS = {
     "problems_with_samples": "problems, with these samples each",
     "loss": "loss to detect",
     "samples": "samples a problem",
-    "rho": "intra-problem correlation",
+    "rho": "ρ within a cluster",
+    "rho_low": "ρ: 95% low",
+    "rho_high": "ρ: 95% high",
 }
 PATTERNS = {  # columns named by a p_drop: "score_at_p0.3"
     "score_at_p": "pass@1 at DropMatch's τ, p_drop {}",
@@ -90,7 +94,8 @@ PATTERNS = {  # columns named by a p_drop: "score_at_p0.3"
 }
 WIDE = {"family", "settings", "knob_name", "score_lossless", "problems", "pairs", "length_ratio", "capped", "loop"}
 WIDE |= {"ties", "relaxed_cost_mean", "basis", "clusters", "design_effect", "point_within_bar", "knob_point"}
-WIDE |= {"diff_low", "diff_high", "diff_upper", "best_tau_point_within_bar"}
+WIDE |= {"diff_low", "diff_high", "diff_upper", "best_tau_point_within_bar", "design_effect_low", "design_effect_high"}
+WIDE |= {"rho_low", "rho_high"}
 WIDE_PREFIXES = ("tau_at_p", "basis_p")  # DropMatch's tau (the same in every row) and how each score was read
 
 
@@ -100,7 +105,12 @@ def plain(column: str) -> str:
     return PATTERNS[found[1]].format(found[2]) if found else WORDS.get(column, column)
 
 
+CLUSTERED = ["design_effect_low", "design_effect_high", "rho_low", "rho_high"]  # intervals only clusters of pairs have
+
+
 def _table(df: pd.DataFrame, about: Callable[[str], str | None]) -> str:
+    """A verdict table in plain words; the clusters' intervals left out where no pair has a cluster (HumanEval)."""
+    df = df.drop(columns=[c for c in CLUSTERED if c in df and df[c].isna().all()])
     wide = {c for c in df.columns if c in WIDE or c.startswith(WIDE_PREFIXES)}
     return word_table(df, about, plain, wide)
 
@@ -224,8 +234,8 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
     )
 
 
-PLAN_COLUMNS = ["rule", "knob", "problems", "lost", "gained", "discordance", "design_effect", "detectable_loss"]
-PLAN_COLUMNS += ["power_at_loss", "problems_to_detect", "problems_for_equivalence"]
+PLAN_COLUMNS = ["rule", "knob", "problems", "lost", "gained", "discordance", "design_effect", "rho", "rho_low"]
+PLAN_COLUMNS += ["rho_high", "detectable_loss", "power_at_loss", "problems_to_detect", "problems_for_equivalence"]
 
 
 def power_tables(

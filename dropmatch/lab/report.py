@@ -144,9 +144,15 @@ COLUMN_DEFINITIONS = (
         "loss": "the loss of pass@1 to detect, as a share (0.0122 = 2 of 164 problems)",
         "samples": "samples (seeds) a problem at T > 0",
         "rho": "the intra-problem (or intra-template) correlation of the paired differences",
+        "rho_low": "the low end of rho's 95% interval: (design_effect_low - 1) / (pairs a cluster - 1)",
+        "rho_high": "the high end of rho's 95% interval, the same way from design_effect_high: the correlation a "
+        "plan should allow for",
         "clusters": "independent units the interval and the test resample: problems, or a word problem's templates",
         "design_effect": "how much clustering inflates the variance of score_diff against independent problems "
         "(1: none)",
+        "design_effect_low": "the low end of design_effect's 95% percentile interval over 2,000 resamples of the "
+        "clusters (templates; rough with few clusters)",
+        "design_effect_high": "the high end of design_effect's 95% interval, the same way",
         "problems": "problems scored with both this setting and lossless",
         "prompts": "prompts (cells) behind this row",
         "tau_pooled": "sum N / sum T over this row's prompts: tokens per target forward, pooled",

@@ -88,6 +88,28 @@ def design_effect(d, units) -> float:
     return float(clustered / independent)
 
 
+def design_effect_interval(d, units, level: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The percentile interval of `design_effect` over resampled clusters: each resample draws as many clusters as
+    there are, with replacement (a cluster drawn twice counts as two), and recomputes the design effect from the
+    drawn clusters' pairs. (NaN, NaN) where it is NaN itself. With under about 30 clusters the interval is rough."""
+    d = pd.Series(np.asarray(d, float))
+    if design_effect(d, units) != design_effect(d, units):  # NaN: one cluster, or no pair ever differs
+        return float("nan"), float("nan")
+    g = d.groupby(np.asarray(units))
+    size, total, squares = (g.size().to_numpy(float), g.sum().to_numpy(), (d**2).groupby(np.asarray(units)).sum())
+    squares, k = squares.to_numpy(), len(size)
+    w = np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)  # draws a cluster
+    n = w @ size
+    mean = (w @ total) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        independent = (w @ squares - n * mean**2) / (n * (n - 1))
+        clustered = k / (k - 1) * (w * (total[None, :] - size[None, :] * mean[:, None]) ** 2).sum(axis=1) / n**2
+        ratio = np.where(independent > 0, clustered / independent, np.nan)
+    tail = (1 - level) / 2 * 100
+    low, high = np.nanpercentile(ratio, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def intra_cluster_correlation(values, groups) -> float:
     """The intra-class correlation of outcomes within clusters of unequal sizes (a template's problems), by one-way
     analysis of variance: (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum n_i^2 / N) / (k - 1) the clusters'
@@ -112,7 +134,8 @@ def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = 
     against `loss`, and the problems needed to detect `loss` and to show equivalence within it. The discordance is
     per pair (a problem, or a (problem, sample) pair at T > 0); a problem is worth m / design_effect independent
     outcomes (m pairs a problem), and rho is the intra-cluster correlation the design effect implies,
-    (design_effect - 1) / (mean cluster size - 1). A table without a design effect is read as independent pairs."""
+    (design_effect - 1) / (mean cluster size - 1), with its 95% interval where the table has the design effect's
+    (`design_effect_low`, `_high`). A table without a design effect is read as independent pairs."""
     rows = []
     for _, r in table.iterrows():
         pairs = r.get("pairs", r["problems"])
@@ -121,6 +144,8 @@ def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = 
         deff = 1.0 if deff != deff else max(1.0, deff)  # unmeasured, or clusters that cancel: independent pairs
         size = pairs / r.get("clusters", r["problems"])  # pairs a cluster holds, on average
         corr = (deff - 1) / (size - 1) if size > 1 else float("nan")  # the intra-cluster correlation
+        ends = [r.get(f"design_effect_{end}", float("nan")) for end in ("low", "high")]  # its interval, where known
+        ends = [(e - 1) / (size - 1) if size > 1 and e == e else float("nan") for e in ends]
         effect = m / deff  # independent outcomes a problem is worth
         n, psi = r["problems"] * effect, (r["lost"] + r["gained"]) / pairs
         ok = psi > loss * loss
@@ -131,6 +156,8 @@ def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = 
                 "problems": r["problems"],
                 "samples": m,
                 "rho": corr,
+                "rho_low": ends[0],
+                "rho_high": ends[1],
                 "design_effect": deff,
                 "lost": r["lost"],
                 "gained": r["gained"],
@@ -158,16 +185,18 @@ def parse_share(text: str) -> float:
 
 def typed_plan(psi: float, loss: float, samples: int = 1, rho: float = 0.0, problems: int | None = None) -> dict:
     """The plan for a discordance typed in (a pilot's): problems to detect `loss` at 80% power (and with `samples` a
-    problem at intra-problem correlation rho), problems to show equivalence within it, and at `problems` the power
-    and the smallest detectable loss."""
+    problem at intra-problem correlation rho), problems to show equivalence within it, and at `problems` (each with
+    its `samples`) the power and the smallest detectable loss. A word problem's template is a "problem" here, its
+    problems the "samples": 117 templates of 85 problems at rho 0.1 are `problems=117, samples=85, rho=0.1`."""
     n = problems_to_detect(psi, loss)
     out = {"discordance": psi, "loss": loss, "problems_to_detect": n}
     out["problems_for_equivalence"] = problems_for_equivalence(psi, loss)
     if samples > 1:
         out |= {"samples": samples, "rho": rho, "problems_with_samples": with_samples(n, samples, rho)}
     if problems:
-        out |= {"problems": problems, "power_at_loss": power_at(problems, psi, loss)}
-        out["detectable_loss"] = detectable(problems, psi)
+        worth = problems * samples / (1 + (samples - 1) * rho)  # independent outcomes the problems' samples are worth
+        out |= {"problems": problems, "power_at_loss": power_at(worth, psi, loss)}
+        out["detectable_loss"] = detectable(worth, psi)
     return out
 
 

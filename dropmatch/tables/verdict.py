@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.criteria import RULES
-from dropmatch.tables.power import design_effect, detectable
+from dropmatch.tables.power import design_effect, design_effect_interval, detectable
 from dropmatch.tables.summary import paired_p
 from dropmatch.tables.tradeoff import (
     at_knob,
@@ -207,6 +207,7 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
         low, high = paired_bootstrap(both["base"], both["mine"], units)
         d = both["mine"] - both["base"]
         deff = 1.0 if units is None else design_effect(d, units)
+        deff_low, deff_high = (float("nan"),) * 2 if units is None else design_effect_interval(d, units)
         psi = (lost + gained) / len(both)
         deff_ = deff if deff == deff and deff > 1 else 1.0
         # the one-sided bounds: the more cautious of the bootstrap's and the score interval's (its z widened by the
@@ -239,6 +240,8 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
                 "detectable_loss": detectable(len(both) / deff_, psi) if psi > 0 else 0.0,
                 "clusters": len(both) if units is None else units.nunique(),
                 "design_effect": deff,
+                "design_effect_low": deff_low,
+                "design_effect_high": deff_high,
                 "point_within_bar": both["mine"].mean() - both["base"].mean() >= -bar_share() - 1e-12,
                 "length_ratio": p["length_ratio"],
                 "capped": p["capped"],

@@ -72,8 +72,11 @@ def test_the_command_line_plans_and_refuses_a_bad_share(capsys):
 def test_the_plan_of_the_recorded_verdict_reads_each_settings_discordance(capsys):
     """assets/verdict: DropMatch at p_drop 0.3 lost 16 problems and gained 14 of 164, the numbers above."""
     assert main(["power", "--from", "assets/verdict", "--loss", "2/164"]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if "js+majority  0.30" in line)
-    assert row.split()[7:9] == ["16", "14"] and "9651.7639" in row
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    row = next(line for line in lines if "js+majority  0.30" in line).split()
+    shift = len(row) - len(header)  # the rule's name is several words
+    assert [row[header.index(c) + shift] for c in ("lost", "gained")] == ["16", "14"] and "9651.7639" in row
 
 
 def test_the_intra_cluster_correlation_of_handmade_tables():
@@ -116,3 +119,50 @@ def test_the_recorded_t07_track_measures_its_intra_problem_correlation(capsys):
     assert main(["power", "--from", "assets/verdict_t07", "--loss", "2/82"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "js+majority   0.3" in line)
     assert row.split()[3:5] == ["82", "2.0"] and float(row.split()[5]) == pytest.approx(0.12, abs=0.005)
+
+
+def test_a_typed_plan_at_given_problems_counts_their_samples(capsys):
+    """117 templates of 85 problems each at rho 0.1 are worth 117 * 85 / 9.4 = 1,058 independent problems: the
+    power and the detectable loss are read there, not at 117 (the samples were once left out of both)."""
+    got = power.typed_plan(0.10, LOSS, samples=85, rho=0.1, problems=117)
+    worth = 117 * 85 / (1 + 84 * 0.1)
+    assert got["detectable_loss"] == pytest.approx(power.detectable(worth, 0.10))
+    assert got["power_at_loss"] == pytest.approx(power.power_at(worth, 0.10, LOSS))
+    assert 0.02 < got["detectable_loss"] < 0.03  # about 2.7 points: 10,000 problems of 117 templates miss 1.2
+    typed = ["--psi", "0.1", "--loss", "2/164", "--problems", "117", "--samples", "85", "--rho", "0.1"]
+    assert main(["power", *typed]) == 0
+    said = f"at 117 problems of 85 samples each: power {got['power_at_loss']:.1%}, smallest detectable loss"
+    assert said in capsys.readouterr().out
+    alone = power.typed_plan(0.10, LOSS, problems=117)  # one sample a problem: as before
+    assert alone["detectable_loss"] == pytest.approx(power.detectable(117, 0.10))
+
+
+def test_the_design_effects_interval_over_resampled_clusters():
+    """Clusters all alike (each of 40 holds one loss among 5 pairs): every resample is the sample, so the interval is
+    the point. Clusters that move together (20 that lose all 5 pairs, 20 that lose none) and pairs that are their
+    own clusters: the interval holds the point and stays near 5, and is 1 exactly."""
+    units = [g for g in range(40) for _ in range(5)]
+    alike = [-1, 0, 0, 0, 0] * 40
+    point = power.design_effect(alike, units)
+    assert power.design_effect_interval(alike, units) == pytest.approx((point, point))
+    together = [-1] * 100 + [0] * 100
+    low, high = power.design_effect_interval(together, units)
+    point = power.design_effect(together, units)  # 5 * 40 / 39 (the clusters' small-sample factor)
+    assert low - 1e-9 <= point <= high + 1e-9 and 4.5 < low and high < 5.2
+    alone = [-1, 0] * 100  # pairs that are their own clusters: 1 in every resample
+    assert power.design_effect_interval(alone, list(range(200))) == pytest.approx((1, 1))
+    mixed = [-1, -1, 0, 0] * 10 + [-1, 0, 0, 0] * 20 + [0, 0, 1, 0] * 10  # 40 clusters of 4, some alike inside
+    units = [g for g in range(40) for _ in range(4)]
+    low, high = power.design_effect_interval(mixed, units)
+    assert low < power.design_effect(mixed, units) < high
+    assert power.design_effect_interval(mixed, units, seed=1) != (low, high)  # a seed's own resamples
+    assert all(math.isnan(e) for e in power.design_effect_interval([0] * 10, list(range(10))))  # nothing varies
+
+
+def test_the_plan_carries_rho_and_its_interval_from_the_design_effects():
+    """Clusters of 4 pairs with a design effect of 1.3 [1.06, 1.9]: rho 0.1 [0.02, 0.3]."""
+    table = pd.DataFrame([{"rule": "a", "knob": 0.3, "problems": 400, "lost": 30, "gained": 10}])
+    measured = table.assign(clusters=100, design_effect=1.3, design_effect_low=1.06, design_effect_high=1.9)
+    row = power.plan(measured, LOSS).iloc[0]
+    assert (row["rho"], row["rho_low"], row["rho_high"]) == pytest.approx((0.1, 0.02, 0.3))
+    assert math.isnan(power.plan(table, LOSS).iloc[0]["rho_high"])  # no interval given: none made up

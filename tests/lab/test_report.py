@@ -229,3 +229,27 @@ def test_a_report_on_the_first_problems_keeps_the_whole_report_and_refuses_a_sui
     assert path == sweep / "report_first2.html" and not (sweep / "report.html").exists()
     text = path.read_text(encoding="utf-8")
     assert "first 2 problems" in text and "Suite: humaneval (2 prompts)" in text
+
+
+ASSETS = Path(__file__).parents[2] / "assets"
+INPUTS = ("cells.jsonl", "baselines.jsonl", "sweep.json")  # what a sweep directory records; the rest is written
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in ASSETS.glob("*/cells.jsonl")))
+def test_a_recorded_sweeps_written_files_are_what_its_cells_give_now(folder, tmp_path):
+    """The Analysis tab offers a recorded sweep's report and table.csv for download, and docs link its figures: a
+    file written before a change of the code (or before more cells were recorded) would show other numbers or miss
+    columns the tab has. Each is written again from the directory's records and compared byte for byte. A directory
+    being recorded fails here until its outputs are rewritten with the cells (`report.write_outputs`)."""
+    source = ASSETS / folder
+    for name in INPUTS:
+        if (source / name).exists():
+            (tmp_path / name).write_bytes((source / name).read_bytes())
+    write_outputs(tmp_path)
+    if (source / "report.html").exists():
+        write_report(tmp_path)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file() and p.name not in INPUTS)
+    kept = sorted(str(p.relative_to(source)) for p in source.rglob("*") if p.is_file() and p.name not in INPUTS)
+    assert kept == written, "a written file is missing, or one is kept that the records no longer give"
+    stale = [name for name in written if (tmp_path / name).read_bytes() != (source / name).read_bytes()]
+    assert not stale, f"assets/{folder}: {stale} differ from what its records give; rewrite them"

@@ -366,6 +366,13 @@ def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client)
     dm = next(r for r in re.findall(r"<tr>.*?</tr>", sweep_part) if ">DropMatch js+majority<" in r and ">0.3<" in r)
     assert ">16<" in dm and ">14<" in dm and ">9,652<" in dm  # its own 16 lost, 14 gained
     assert 'title="problems_to_detect: ' in shown  # the definition one hover away
+    assert "ρ: 95% high" not in shown  # a problem is its own cluster on HumanEval: no interval to show
+    words = analysis.plan_power([str(analysis.RECORDED["word"]), "word-problems"], "2/164", "", 1, 0.12)
+    row = next(r for r in re.findall(r"<tr>.*?</tr>", words) if ">DropMatch js+majority<" in r and ">0.3<" in r)
+    cells = dict(re.findall(r'<td data-label="([^"]+)"[^>]*>([^<]*)</td>', row))
+    rho = [float(cells[f"ρ{end}"].replace(",", "")) for end in (": 95% low", " within a cluster", ": 95% high")]
+    assert rho == sorted(rho) and rho[0] < rho[2]  # templates cluster: ρ with its interval over resampled templates
+    assert 'title="rho_high: ' in words
     typed = analysis.plan_power(None, "2/164", "30/164", 4, 0.12)
     assert "For the sweep shown" not in typed and "problems, with these samples each" in typed
     with pytest.raises(gr.Error, match="a share between 0 and 1"):
