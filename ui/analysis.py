@@ -80,7 +80,7 @@ RECORDED_LABELS = {
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size
 VERDICT_PARTS = ("verdict", "score_curves", "kinds", "power")  # its tables, curves, where relaxation happens, power
-PLAN_INPUTS = ("source", "loss", "psi", "samples", "rho")  # the power planner's: the sweep shown and what is typed
+PLAN_INPUTS = ("source", "loss", "psi", "samples", "rho", "at")  # the planner's: the sweep shown and what is typed
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
 # "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
@@ -206,17 +206,20 @@ def redraw_tradeoff(source, measure: str):
     return gr.Plot(value=tradeoff(shown_rows(source), measure), visible=True)
 
 
-def plan_power(source, loss, psi, samples, rho) -> str:
+def plan_power(source, loss, psi, samples, rho, at=None) -> str:
     """The power planner: for the sweep shown (`source`), each setting's plan against the loss typed; with a
     discordance typed (a pilot's, "30/164" or 0.183), its own plan too, with `samples` a problem at correlation
-    `rho`."""
+    `rho`, and where `at` is given, the power and the smallest detectable loss at that many problems."""
     with user_errors():
         share = parse_share(loss)
         m = 1 if samples is None else int(samples)
         r = 0.0 if rho is None else float(rho)
         if m < 1 or not 0 <= r <= 1:
             raise ValueError(f"samples a problem must be at least 1 and the correlation between 0 and 1; got {m}, {r}")
-        typed = typed_plan(parse_share(psi), share, m, r) if str(psi or "").strip() else None
+        n = None if at is None or at == 0 else int(at)
+        if n is not None and n < 1:
+            raise ValueError(f"the problems to judge at must be a whole number above 0, or left empty; got {at}")
+        typed = typed_plan(parse_share(psi), share, m, r, n) if str(psi or "").strip() else None
         rows = pd.DataFrame()
         if source:
             rows = shown_rows(source)
@@ -393,13 +396,22 @@ def _verdict_parts(first: dict) -> dict:
         gr.Markdown(
             "A paired test can only see a loss larger than the problems' discordance allows. For the sweep shown: "
             "each setting's smallest detectable loss, its power against the loss below, and the problems it would "
-            "need. Type a pilot's discordance (lost + gained over problems) to plan a new recording."
+            "need. Type a pilot's discordance (lost + gained over problems) to plan a new recording, and a number "
+            "of problems to see what that many would detect (a word problem's template counts as a problem, its "
+            "problems as the samples)."
         )
         with gr.Row():
             a["loss"] = gr.Textbox(DEFAULT_LOSS, label="loss to detect", info="a share: 2/164 or 0.0122", min_width=140)
             a["psi"] = gr.Textbox("", label="discordance (optional)", info="e.g. 30/164", min_width=140)
-            a["samples"] = gr.Number(1, label="samples a problem", precision=0, minimum=1, min_width=120)
-            a["rho"] = gr.Number(0.12, label="intra-problem correlation", minimum=0, maximum=1, min_width=120)
+            a["samples"] = gr.Number(
+                1, label="samples a problem", info="or problems a template", precision=0, minimum=1, min_width=120
+            )
+            a["rho"] = gr.Number(
+                0.12, label="intra-problem correlation", info="or intra-template", minimum=0, maximum=1, min_width=120
+            )
+            a["at"] = gr.Number(
+                None, label="judged at (optional)", info="problems, or templates", precision=0, min_width=120
+            )
             a["plan"] = gr.Button("Plan", elem_id="lab-plan", min_width=100)
         a["power"] = gr.HTML(first["power"], elem_id="lab-power")
     return a

@@ -21,7 +21,7 @@ from served import served
 import app
 import viz
 from dropmatch.lab.sweep import load_sweep
-from dropmatch.tables import verdict
+from dropmatch.tables import power, verdict
 from ui import analysis, common, compare, explore, runs
 from viz.summary import divergence, traces_from_data
 from viz.sweep import FIGURES, relevant
@@ -357,7 +357,7 @@ def test_the_maps_recolour_by_any_rule_and_the_panel_follows(api_traces, view):
 def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client):
     """The recorded verdict at the bar (2/164): DropMatch 0.3 lost 16 and gained 14 of 164, so it needs 9,652
     problems to see the loss; a typed pilot's 30/164 gives the same; bad input is one clear message."""
-    over_http = client.predict("2/164", "30/164", 1, 0.12, api_name="/plan_power")  # beside the page's first sweep
+    over_http = client.predict("2/164", "30/164", 1, 0.12, None, api_name="/plan_power")  # beside the first sweep
     assert "For the discordance typed in" in over_http and ">9,652<" in over_http
     source = [str(analysis.RECORDED["verdict"]), "humaneval"]
     shown = analysis.plan_power(source, "2/164", "30/164", 1, 0.12)
@@ -375,6 +375,14 @@ def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client)
     assert 'title="rho_high: ' in words
     typed = analysis.plan_power(None, "2/164", "30/164", 4, 0.12)
     assert "For the sweep shown" not in typed and "problems, with these samples each" in typed
+    assert "power against the loss" not in typed  # no size to judge at
+    at = analysis.plan_power(None, "2/164", "0.1", 85, 0.1, 117)  # 117 templates of 85 problems
+    cells = dict(re.findall(r'<td data-label="([^"]+)"[^>]*>([^<]*)</td>', at))
+    assert float(cells["smallest loss detectable (80% power)"]) == pytest.approx(
+        power.detectable(117 * 85 / 9.4, 0.1), rel=5e-3
+    )
+    with pytest.raises(gr.Error, match="the problems to judge at must be a whole number above 0"):
+        analysis.plan_power(None, "2/164", "0.1", 1, 0.1, -5)
     with pytest.raises(gr.Error, match="a share between 0 and 1"):
         analysis.plan_power(source, "2", "", 1, 0.12)
     with pytest.raises(gr.Error, match="samples a problem must be at least 1"):
