@@ -42,9 +42,12 @@ def cells(method, gamma, taus, n_tokens, cost=(0.0, 0.0), emitted=(0, 0), **sett
     ]
 
 
+CENTRE = {"K": 5, "p_drop": 0.3, "criterion": "js+majority"}
+
+
 @pytest.fixture
 def table() -> pd.DataFrame:
-    dm = {"K": 5, "p_drop": 0.3, "criterion": "js+majority"}
+    dm = CENTRE
     return pd.DataFrame(
         cells("relative", 5, (3.0, 3.0), (30, 30), criterion="typical", knob=0.09)
         + cells("lossless", 8, (2.5, 2.5), (10, 10))
@@ -85,6 +88,23 @@ def test_per_category_sets_lossless_beside_dropmatch_at_the_centre(table):
     assert out.loc["a", "lossless tau"] == 2.0 and out.loc["b", "lossless tau"] == 5.0  # gamma 5, not 8
     assert out.loc["a", "dropmatch tau"] == 4.0 and out.loc["b", "dropmatch tau"] == 6.0
     assert "relative tau" not in out and "lossless score" not in out
+
+
+def test_per_category_gives_the_share_solved_not_the_median_score(table):
+    """Category a: lossless solves 2 of 3 prompts, DropMatch 1 of 3: a median would read 1 and 0."""
+    extra = [
+        row | {"prompt_id": f"q{k}", "category": "a"}
+        for k in range(2)
+        for row in cells("lossless", 5, (2.0,), (10,)) + cells("dropmatch", 5, (4.0,), (20,), **CENTRE)
+    ]
+    scored = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+    solved = {("lossless", "p0"): 1, ("lossless", "q0"): 1, ("dropmatch", "q1"): 1}
+    scored["score"] = [float(solved.get((m, p), 0)) for m, p in zip(scored["method"], scored["prompt_id"])]
+    out = per_category(scored).set_index("category")
+    assert out.loc["a", "lossless score"] == pytest.approx(2 / 3) and out.loc["a", "dropmatch score"] == pytest.approx(
+        1 / 3
+    )
+    assert out.loc["a", "lossless tau"] == 2.0  # the rest stay medians
 
 
 def test_span_gated_dropmatch_neither_sets_the_centre_nor_stands_at_it(table):

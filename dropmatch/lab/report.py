@@ -341,7 +341,10 @@ def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
     parts.append("<h3>Per setting (medians over prompts; shares of runs and costs pooled)</h3>")
     parts.append(table_html(c.summary.drop(columns=["suite"])))
     if centre(c.judged):
-        parts.append("<h3>Per category, centre setting (medians)</h3>" + table_html(per_category(c.judged)))
+        parts.append(
+            "<h3>Per category, centre setting (medians; the score the share solved)</h3>"
+            + table_html(per_category(c.judged))
+        )
         parts.append("<h3>Sample outputs, centre setting</h3>" + _samples(c.judged))
     return "".join(parts)
 
