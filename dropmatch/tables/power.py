@@ -92,12 +92,13 @@ def design_effect_interval(d, units, level: float = 0.95, resamples: int = 2000,
     """The percentile interval of `design_effect` over resampled clusters: each resample draws as many clusters as
     there are, with replacement (a cluster drawn twice counts as two), and recomputes the design effect from the
     drawn clusters' pairs. (NaN, NaN) where it is NaN itself. With under about 30 clusters the interval is rough."""
-    d = pd.Series(np.asarray(d, float))
-    if design_effect(d, units) != design_effect(d, units):  # NaN: one cluster, or no pair ever differs
+    d = np.asarray(d, float)
+    point = design_effect(d, units)
+    if point != point:  # NaN: one cluster, or no pair ever differs
         return float("nan"), float("nan")
-    g = d.groupby(np.asarray(units))
-    size, total, squares = (g.size().to_numpy(float), g.sum().to_numpy(), (d**2).groupby(np.asarray(units)).sum())
-    squares, k = squares.to_numpy(), len(size)
+    g = pd.DataFrame({"d": d, "squared": d**2}).groupby(np.asarray(units))
+    size, total, squares = g.size().to_numpy(float), g["d"].sum().to_numpy(), g["squared"].sum().to_numpy()
+    k = len(size)
     w = np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)  # draws a cluster
     n = w @ size
     mean = (w @ total) / n
