@@ -216,7 +216,7 @@ def plan_power(source, loss, psi, samples, rho, at=None) -> str:
         r = 0.0 if rho is None else float(rho)
         if m < 1 or not 0 <= r <= 1:
             raise ValueError(f"samples a problem must be at least 1 and the correlation between 0 and 1; got {m}, {r}")
-        n = None if at is None or at == 0 else int(at)
+        n = None if at is None else int(at)
         if n is not None and n < 1:
             raise ValueError(f"the problems to judge at must be a whole number above 0, or left empty; got {at}")
         typed = typed_plan(parse_share(psi), share, m, r, n) if str(psi or "").strip() else None

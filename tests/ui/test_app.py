@@ -381,8 +381,9 @@ def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client)
     assert float(cells["smallest loss detectable (80% power)"]) == pytest.approx(
         power.detectable(117 * 85 / 9.4, 0.1), rel=5e-3
     )
-    with pytest.raises(gr.Error, match="the problems to judge at must be a whole number above 0"):
-        analysis.plan_power(None, "2/164", "0.1", 1, 0.1, -5)
+    for bad in (-5, 0):
+        with pytest.raises(gr.Error, match="the problems to judge at must be a whole number above 0"):
+            analysis.plan_power(None, "2/164", "0.1", 1, 0.1, bad)
     with pytest.raises(gr.Error, match="a share between 0 and 1"):
         analysis.plan_power(source, "2", "", 1, 0.12)
     with pytest.raises(gr.Error, match="samples a problem must be at least 1"):
