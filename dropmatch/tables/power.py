@@ -72,42 +72,47 @@ def with_samples(problems: float, samples: int, rho: float) -> float:
     return problems * (1 + (samples - 1) * rho) / samples
 
 
+def _cluster_sums(d, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cluster: its pairs, the sum of their differences and of their squares."""
+    d = np.asarray(d, float)
+    g = pd.DataFrame({"d": d, "squared": d**2}).groupby(np.asarray(units))
+    return g.size().to_numpy(float), g["d"].sum().to_numpy(), g["squared"].sum().to_numpy()
+
+
+def _design_effects(size, total, squares, w: np.ndarray) -> np.ndarray:
+    """The design effect of the pairs of clusters drawn `w` times each (one row of `w` per draw of the k clusters; a
+    cluster drawn twice counts as two): the clustered (ratio-estimator) variance of the mean difference over the
+    independent one, from the clusters' sums alone. NaN where the drawn pairs never vary."""
+    k, n = w.shape[1], w @ size
+    mean = (w @ total) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        independent = (w @ squares - n * mean**2) / (n * (n - 1))
+        clustered = k / (k - 1) * (w * (total[None, :] - size[None, :] * mean[:, None]) ** 2).sum(axis=1) / n**2
+        return np.where(independent > 0, clustered / independent, np.nan)
+
+
 def design_effect(d, units) -> float:
     """How much the clustering of paired differences d (one per pair: -1, 0 or 1) inflates the variance of their
     mean, against independent pairs: the clustered (ratio-estimator) variance over the independent one, with
     `units` the cluster of each pair (a problem's samples, a template's problems). 1 for pairs that are their own
     clusters; 1 + (m - 1) rho for clusters of m pairs correlated by rho; NaN where d never varies."""
-    d = pd.Series(np.asarray(d, float))
-    n, units = len(d), np.asarray(units)
-    groups = pd.Series(units).nunique()
-    centred = d - d.mean()
-    independent = (centred**2).sum() / (n * (n - 1)) if n > 1 else 0.0
-    if groups < 2 or independent == 0:
+    size, total, squares = _cluster_sums(d, units)
+    if len(size) < 2:
         return float("nan")
-    clustered = groups / (groups - 1) * (centred.groupby(units).sum() ** 2).sum() / n**2
-    return float(clustered / independent)
+    return float(_design_effects(size, total, squares, np.ones((1, len(size))))[0])
 
 
 def design_effect_interval(d, units, level: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """The percentile interval of `design_effect` over resampled clusters: each resample draws as many clusters as
-    there are, with replacement (a cluster drawn twice counts as two), and recomputes the design effect from the
-    drawn clusters' pairs. (NaN, NaN) where it is NaN itself. With under about 30 clusters the interval is rough."""
-    d = np.asarray(d, float)
-    point = design_effect(d, units)
-    if point != point:  # NaN: one cluster, or no pair ever differs
-        return float("nan"), float("nan")
-    g = pd.DataFrame({"d": d, "squared": d**2}).groupby(np.asarray(units))
-    size, total, squares = g.size().to_numpy(float), g["d"].sum().to_numpy(), g["squared"].sum().to_numpy()
+    there are, with replacement, and recomputes the design effect from the drawn clusters' pairs. (NaN, NaN) where
+    it is NaN itself. With under about 30 clusters the interval is rough."""
+    size, total, squares = _cluster_sums(d, units)
     k = len(size)
+    if k < 2 or np.isnan(_design_effects(size, total, squares, np.ones((1, k)))[0]):  # one cluster, or d never varies
+        return float("nan"), float("nan")
     w = np.random.default_rng(seed).multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)  # draws a cluster
-    n = w @ size
-    mean = (w @ total) / n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        independent = (w @ squares - n * mean**2) / (n * (n - 1))
-        clustered = k / (k - 1) * (w * (total[None, :] - size[None, :] * mean[:, None]) ** 2).sum(axis=1) / n**2
-        ratio = np.where(independent > 0, clustered / independent, np.nan)
     tail = (1 - level) / 2 * 100
-    low, high = np.nanpercentile(ratio, [tail, 100 - tail])
+    low, high = np.nanpercentile(_design_effects(size, total, squares, w), [tail, 100 - tail])
     return float(low), float(high)
 
 
