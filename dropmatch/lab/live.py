@@ -34,6 +34,7 @@ from dropmatch.lab.sweep import (
     parse_rule,
     parse_values,
     pending,
+    save_table,
     score_row,
 )
 
@@ -143,7 +144,7 @@ def run_live(p: Plan, out_dir: str | Path, runner: Runner) -> Iterator[tuple[int
 def write_table(out_dir: str | Path) -> tuple[pd.DataFrame, Path]:
     """The sweep so far as the tidy table, written to table.csv in `out_dir`: the table and its file."""
     df, path = load_sweep(out_dir), Path(out_dir) / TABLE
-    df.to_csv(path, index=False)
+    save_table(df, path)
     return df, path
 
 

@@ -93,6 +93,9 @@ DERIVED = (
     "equal_share",
     "length_ratio",
 )
+# Per-token records: the tidy table carries them (first divergences, equal shares), table.csv leaves them in
+# cells.jsonl, where each is kept once (on a long sweep they would be over half the file).
+TOKEN_COLUMNS = ("output_ids", "reasons")
 Runner = Callable[[SuiteItem, "Setting"], dict]  # one cell: (prompt, setting) -> its metrics row
 
 
@@ -614,10 +617,16 @@ def seed_free_reruns(dirs: list[str | Path], suite: str) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["directory", "method", "cells", "same_tokens", "same_score"])
 
 
+def save_table(df: pd.DataFrame, path: str | Path) -> None:
+    """The tidy table as table.csv: every column but the per-token records (TOKEN_COLUMNS), which cells.jsonl keeps."""
+    df.drop(columns=[c for c in TOKEN_COLUMNS if c in df.columns]).to_csv(path, index=False)
+
+
 def write_tables(out_dir: str | Path) -> pd.DataFrame:
-    """table.csv (the tidy table, `load_sweep`) and summary.csv (`summary.summary`) in the sweep directory;
-    returns the table. No figures: nothing here needs plotly (`dropmatch.lab.report.write_outputs` adds them)."""
+    """table.csv (the tidy table, `load_sweep`, by `save_table`) and summary.csv (`summary.summary`) in the sweep
+    directory; returns the table. No figures: nothing here needs plotly (`dropmatch.lab.report.write_outputs` adds
+    them)."""
     out, df = Path(out_dir), load_sweep(out_dir)
-    df.to_csv(out / TABLE, index=False)
+    save_table(df, out / TABLE)
     summary(df).to_csv(out / "summary.csv", index=False)
     return df

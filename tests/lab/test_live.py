@@ -10,7 +10,7 @@ from dropmatch.lab import suites, sweep
 from dropmatch.lab.files import CELLS, MANIFEST, TABLE
 from dropmatch.lab.report import COLUMN_DEFINITIONS, table_html
 from dropmatch.lab.suites import DEFAULT_SUITE, SuiteItem, load_suite, spread
-from dropmatch.lab.sweep import load_sweep
+from dropmatch.lab.sweep import TOKEN_COLUMNS, load_sweep
 from dropmatch.tables.summary import summary
 
 
@@ -107,7 +107,11 @@ def test_a_live_sweep_writes_its_own_table_and_report(tmp_path):
     df, files = lab.finish(tmp_path)
     assert [f.name for f in files] == ["report.html", TABLE] and all(f.exists() for f in files)
     assert len(df) == p.cells and "<h2>Suite: mini_spec_bench" in files[0].read_text(encoding="utf-8")
-    assert pd.read_csv(files[1])["key"].tolist() == df["key"].tolist()
+    table = pd.read_csv(files[1])
+    assert table["key"].tolist() == df["key"].tolist()
+    # the per-token records stay in cells.jsonl only; every other column of the tidy table is in the file
+    assert list(table.columns) == [c for c in df.columns if c not in TOKEN_COLUMNS] and "text" in table.columns
+    assert set(TOKEN_COLUMNS) <= set(df.columns) and '"output_ids": "1 2 3"' in (tmp_path / CELLS).read_text()
 
 
 def test_table_html_puts_each_definition_one_hover_away():
