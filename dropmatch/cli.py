@@ -557,7 +557,8 @@ def _cmd_power(args) -> int:
             print(out.round(4).to_string(index=False))
         print(
             f"loss {args.loss:.4f} at two-sided 5%, 80% power (normal approximation of the paired test); "
-            "detectable_loss: the smallest loss the setting's own problems detect"
+            "detectable_loss: the smallest loss the setting's own problems detect; detectable_floor: the smallest "
+            "any number of problems from these clusters (samples of these problems) would detect"
         )
         base = part[part["method"] == "lossless"]
         units = base["prompt_id"].map(cluster)
@@ -578,6 +579,10 @@ def _cmd_power(args) -> int:
         each = f" of {args.samples} samples each" if args.samples > 1 else ""
         print(f"  at {args.problems:,} problems{each}: power {got['power_at_loss']:.1%}, "
               f"smallest detectable loss {got['detectable_loss']:.4f}")  # fmt: skip
+        if "detectable_floor" in got:
+            print(f"  however many samples each of {args.problems:,} problems hold: smallest detectable loss "
+                  f"{got['detectable_floor']:.4f} (they are worth at most {args.problems / args.rho:,.0f} "
+                  "independent ones)")  # fmt: skip
     return 0
 
 

@@ -398,7 +398,8 @@ def _verdict_parts(first: dict) -> dict:
             "each setting's smallest detectable loss, its power against the loss below, and the problems it would "
             "need. Type a pilot's discordance (lost + gained over problems) to plan a new recording, and a number "
             "of problems to see what that many would detect (a word problem's template counts as a problem, its "
-            "problems as the samples)."
+            "problems as the samples). Where problems cluster, the floor says the smallest loss any number of "
+            "problems from the same clusters would detect: past it, only more clusters help."
         )
         with gr.Row():
             a["loss"] = gr.Textbox(DEFAULT_LOSS, label="loss to detect", info="a share: 2/164 or 0.0122", min_width=140)

@@ -80,6 +80,7 @@ WORDS = {
     "power_at_loss": "power against the loss",
     "problems_to_detect": "problems to detect the loss",
     "problems_for_equivalence": "problems to show equivalence",
+    "detectable_floor": "detectable loss, however many a cluster",
     "problems_with_samples": "problems, with these samples each",
     "loss": "loss to detect",
     "samples": "samples a problem",
@@ -105,7 +106,7 @@ def plain(column: str) -> str:
     return PATTERNS[found[1]].format(found[2]) if found else WORDS.get(column, column)
 
 
-CLUSTERED = ["design_effect_low", "design_effect_high", "rho_low", "rho_high"]  # intervals only clusters of pairs have
+CLUSTERED = ["design_effect_low", "design_effect_high", "rho_low", "rho_high", "detectable_floor"]  # clusters of pairs
 
 
 def _table(df: pd.DataFrame, about: Callable[[str], str | None]) -> str:
@@ -235,7 +236,8 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
 
 
 PLAN_COLUMNS = ["rule", "knob", "problems", "lost", "gained", "discordance", "design_effect", "rho", "rho_low"]
-PLAN_COLUMNS += ["rho_high", "detectable_loss", "power_at_loss", "problems_to_detect", "problems_for_equivalence"]
+PLAN_COLUMNS += ["rho_high", "detectable_loss", "detectable_floor", "power_at_loss", "problems_to_detect"]
+PLAN_COLUMNS += ["problems_for_equivalence"]
 
 
 def power_tables(

@@ -133,6 +133,9 @@ COLUMN_DEFINITIONS = (
         "one-sided 95% upper bound lies below it; cannot tell: the interval straddles it",
         "detectable_loss": "the smallest loss of pass@1 these problems detect at 80% power with a two-sided 5% test, "
         "at this setting's discordance (the power planner; clusters count through their design effect)",
+        "detectable_floor": "the smallest loss no number of problems from these clusters (or samples of these "
+        "problems) detects at 80% power: a cluster is worth at most 1 / rho independent pairs however many it holds, "
+        "so more of the same templates stop helping here; more clusters go lower",
         "discordance": "share of the paired outcomes where exactly one of the two passes: (lost + gained) / pairs",
         "power_at_loss": "the chance the paired test at two-sided 5% finds the loss asked about, on these problems",
         "problems_to_detect": "problems the paired test needs to find the loss asked about at 80% power (two-sided "

@@ -9,8 +9,10 @@ normal approximation; Connor 1987) needs
 problems to detect d at that power, and showing equivalence within +-d (two one-sided tests at alpha each, the true
 difference 0) needs n = [z(1 - alpha) + z(1 - (1 - power)/2)]^2 psi / d^2. At T > 0 with m samples a problem whose
 outcomes correlate by rho within a problem, a problem counts as m / (1 + (m - 1) rho) independent ones (the design
-effect), so more samples help only down to n * rho problems. The discordance comes from a pilot: a recorded sweep's
-lost and gained problems per setting, or typed in.
+effect), so more samples help only down to n * rho problems: k clusters are worth at most k / rho independent
+outcomes however many pairs each holds, and the loss that many detect is the floor more samples (or more problems of
+the same templates) cannot go below. The discordance comes from a pilot: a recorded sweep's lost and gained problems
+per setting, or typed in.
 
     python -m dropmatch power --psi 0.183 --loss 0.0122          # problems needed, and the TOST's
     python -m dropmatch power --from assets/verdict                # every setting of a recorded verdict
@@ -70,6 +72,13 @@ def with_samples(problems: float, samples: int, rho: float) -> float:
     if samples < 1 or not 0 <= rho <= 1:
         raise ValueError(f"need samples >= 1 and 0 <= rho <= 1; got {samples}, {rho}")
     return problems * (1 + (samples - 1) * rho) / samples
+
+
+def detectable_floor(clusters: float, psi: float, rho: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest difference `clusters` clusters detect at 80% power however many pairs each holds: as a cluster's
+    m pairs grow, m / (1 + (m - 1) rho) tends to 1 / rho, so the clusters are worth at most clusters / rho independent
+    pairs. NaN where rho is not above 0 (no floor: more pairs keep helping)."""
+    return detectable(clusters / rho, psi, alpha, power) if rho > 0 and psi > 0 else float("nan")
 
 
 def _cluster_sums(d, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -141,7 +150,8 @@ def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = 
     per pair (a problem, or a (problem, sample) pair at T > 0); a problem is worth m / design_effect independent
     outcomes (m pairs a problem), and rho is the intra-cluster correlation the design effect implies,
     (design_effect - 1) / (mean cluster size - 1), with its 95% interval where the table has the design effect's
-    (`design_effect_low`, `_high`). A table without a design effect is read as independent pairs."""
+    (`design_effect_low`, `_high`), and the loss no number of pairs a cluster would detect below at that rho
+    (`detectable_floor`). A table without a design effect is read as independent pairs."""
     rows = []
     for _, r in table.iterrows():
         pairs = r.get("pairs", r["problems"])
@@ -169,6 +179,7 @@ def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = 
                 "gained": r["gained"],
                 "discordance": psi,
                 "detectable_loss": detectable(n, psi, alpha, power) if psi > 0 else 0.0,
+                "detectable_floor": detectable_floor(pairs / size, psi, corr, alpha, power),  # NaN: no floor
                 "power_at_loss": power_at(n, psi, loss, alpha) if ok else float("nan"),
                 "problems_to_detect": problems_to_detect(psi, loss, alpha, power) / effect if ok else float("nan"),
                 "problems_for_equivalence": problems_for_equivalence(psi, loss, alpha, power) / effect if psi else 0.0,
@@ -192,8 +203,9 @@ def parse_share(text: str) -> float:
 def typed_plan(psi: float, loss: float, samples: int = 1, rho: float = 0.0, problems: int | None = None) -> dict:
     """The plan for a discordance typed in (a pilot's): problems to detect `loss` at 80% power (and with `samples` a
     problem at intra-problem correlation rho), problems to show equivalence within it, and at `problems` (each with
-    its `samples`) the power and the smallest detectable loss. A word problem's template is a "problem" here, its
-    problems the "samples": 117 templates of 85 problems at rho 0.1 are `problems=117, samples=85, rho=0.1`."""
+    its `samples`) the power, the smallest detectable loss and the floor no number of samples goes below
+    (`detectable_floor`, where rho > 0). A word problem's template is a "problem" here, its problems the "samples":
+    117 templates of 85 problems at rho 0.1 are `problems=117, samples=85, rho=0.1`."""
     n = problems_to_detect(psi, loss)
     out = {"discordance": psi, "loss": loss, "problems_to_detect": n}
     out["problems_for_equivalence"] = problems_for_equivalence(psi, loss)
@@ -203,6 +215,8 @@ def typed_plan(psi: float, loss: float, samples: int = 1, rho: float = 0.0, prob
         worth = problems * samples / (1 + (samples - 1) * rho)  # independent outcomes the problems' samples are worth
         out |= {"problems": problems, "power_at_loss": power_at(worth, psi, loss)}
         out["detectable_loss"] = detectable(worth, psi)
+        if rho > 0:
+            out["detectable_floor"] = detectable_floor(problems, psi, rho)
     return out
 
 

@@ -132,9 +132,31 @@ def test_a_typed_plan_at_given_problems_counts_their_samples(capsys):
     typed = ["--psi", "0.1", "--loss", "2/164", "--problems", "117", "--samples", "85", "--rho", "0.1"]
     assert main(["power", *typed]) == 0
     said = f"at 117 problems of 85 samples each: power {got['power_at_loss']:.1%}, smallest detectable loss"
-    assert said in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert (
+        said in printed
+        and f"smallest detectable loss {got['detectable_floor']:.4f} (they are worth at most 1,170" in printed
+    )
     alone = power.typed_plan(0.10, LOSS, problems=117)  # one sample a problem: as before
     assert alone["detectable_loss"] == pytest.approx(power.detectable(117, 0.10))
+
+
+def test_the_floor_more_samples_of_the_same_clusters_cannot_go_below():
+    """117 templates at rho 0.1 are worth at most 1,170 independent problems: the loss those detect is where the
+    detectable loss tends as each template holds more problems, and it is no floor without a correlation."""
+    floor = power.detectable_floor(117, 0.10, 0.1)
+    assert floor == pytest.approx(power.detectable(1170, 0.10))
+    many = power.typed_plan(0.10, LOSS, samples=10**7, rho=0.1, problems=117)
+    assert many["detectable_floor"] == pytest.approx(floor)
+    assert many["detectable_loss"] == pytest.approx(floor, rel=1e-4)
+    some = power.typed_plan(0.10, LOSS, samples=85, rho=0.1, problems=117)
+    assert some["detectable_floor"] == pytest.approx(floor) and floor < some["detectable_loss"]
+    assert "detectable_floor" not in power.typed_plan(0.10, LOSS, samples=85, rho=0.0, problems=117)
+    assert math.isnan(power.detectable_floor(117, 0.10, 0.0)) and math.isnan(power.detectable_floor(117, 0.10, -0.02))
+    table = pd.DataFrame([{"rule": "a", "knob": 0.1, "problems": 1170, "lost": 70, "gained": 47, "clusters": 117}])
+    got = power.plan(table.assign(design_effect=1 + 9 * 0.1), LOSS).iloc[0]  # 10 problems a template, rho 0.1
+    assert got["rho"] == pytest.approx(0.1) and got["detectable_floor"] == pytest.approx(power.detectable(1170, 0.1))
+    assert math.isnan(power.plan(table.assign(clusters=1170), LOSS).iloc[0]["detectable_floor"])  # independent
 
 
 def test_the_design_effects_interval_over_resampled_clusters():

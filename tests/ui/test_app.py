@@ -372,7 +372,12 @@ def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client)
     cells = dict(re.findall(r'<td data-label="([^"]+)"[^>]*>([^<]*)</td>', row))
     rho = [float(cells[f"ρ{end}"].replace(",", "")) for end in (": 95% low", " within a cluster", ": 95% high")]
     assert rho == sorted(rho) and rho[0] < rho[2]  # templates cluster: ρ with its interval over resampled templates
-    assert 'title="rho_high: ' in words
+    assert 'title="rho_high: ' in words and 'title="detectable_floor: ' in words
+    floor, own = (
+        float(cells[k]) for k in ("detectable loss, however many a cluster", "smallest loss detectable (80% power)")
+    )
+    assert 0 < floor < own  # more problems of these templates would help, down to that floor
+    assert "however many a cluster" not in shown  # HumanEval's problems are their own clusters: no floor
     typed = analysis.plan_power(None, "2/164", "30/164", 4, 0.12)
     assert "For the sweep shown" not in typed and "problems, with these samples each" in typed
     assert "power against the loss" not in typed  # no size to judge at
@@ -380,6 +385,9 @@ def test_the_power_planner_plans_the_sweep_shown_and_a_typed_discordance(client)
     cells = dict(re.findall(r'<td data-label="([^"]+)"[^>]*>([^<]*)</td>', at))
     assert float(cells["smallest loss detectable (80% power)"]) == pytest.approx(
         power.detectable(117 * 85 / 9.4, 0.1), rel=5e-3
+    )
+    assert float(cells["detectable loss, however many a cluster"]) == pytest.approx(
+        power.detectable(1170, 0.1), rel=5e-3
     )
     for bad in (-5, 0):
         with pytest.raises(gr.Error, match="the problems to judge at must be a whole number above 0"):
