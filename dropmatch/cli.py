@@ -52,7 +52,7 @@ from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tables import power, seeds
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table, setting_points
-from dropmatch.tables.verdict import against_lossless, cluster, judged
+from dropmatch.tables.verdict import against_lossless, cluster, clusters_checked, judged
 
 
 class _Parser(argparse.ArgumentParser):
@@ -566,6 +566,13 @@ def _cmd_power(args) -> int:
             rho = power.intra_cluster_correlation(base["score"], units)
             print(f"lossless: pass@1 {base['score'].mean():.3f} on {len(base)} problems in {units.nunique()} clusters; "
                   f"intra-cluster correlation of its scores {rho:.3f}")  # fmt: skip
+            checked = clusters_checked(judged(part))
+            if len(checked):
+                print("\nthe clusters checked one level up: each setting's differences by template and by kind "
+                      "(rho, design effect and its 95% interval; correlation across a kind's templates would make "
+                      "the template-clustered intervals too narrow):")  # fmt: skip
+                with pd.option_context("display.width", 250, "display.max_columns", 30):
+                    print(checked.round(3).to_string(index=False))
         return 0
     got = power.typed_plan(args.psi, args.loss, args.samples, args.rho, args.problems)
     print(f"discordance {args.psi:.4f}, loss {args.loss:.4f} (two-sided 5%, 80% power, normal approximation):")

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dropmatch import cli
 from dropmatch.tables import power, verdict
 from dropmatch.tables.summary import mcnemar_p
 
@@ -156,6 +157,46 @@ def test_word_problems_cluster_by_template_in_the_test_the_interval_and_the_plan
     assert low - 1e-9 <= got["design_effect"] <= high + 1e-9
     assert (low, high) == power.design_effect_interval(d, [i[:4] for i in ids])
     assert verdict.cluster("a-01#17") == "a-01" and verdict.cluster("HumanEval/17") == "HumanEval/17"
+
+
+def test_the_clusters_are_checked_one_level_up_by_kind(monkeypatch, capsys):
+    """Four templates, two a kind, 30 problems each. The rule loses 10 problems of every template of kind x and none
+    of kind y: within a kind its templates move alike, so the correlation by kind matches the one by template and
+    the design effects are what the same functions give on the kinds; HumanEval's problems (no template) have none."""
+    ids = [f"{t}#{k}" for t in ("x-01", "x-02", "y-01", "y-02") for k in range(30)]
+    kind = [i[0] for i in ids]
+    mine = ([0] * 10 + [1] * 20) * 2 + [1] * 60
+
+    def cells(method, scores, **setting):
+        out = rows(method, 5.0, scores, **setting)
+        return [r | {"prompt_id": i, "category": k} for r, i, k in zip(out, ids, kind)]
+
+    table = cells("lossless", [1] * 120) + cells("relative", mine, criterion="typical", knob=0.3)
+    table = pd.DataFrame(table + cells("relative", [1] * 120, criterion="fuzzy-js", knob=0.1))
+    checked = verdict.clusters_checked(table)
+    assert checked[["rule", "knob"]].values.tolist() == [["fuzzy-js", 0.1], ["typical", 0.3]]  # the settings run
+    got = checked.iloc[1]
+    d = np.array(mine, float) - 1
+    assert (got["templates"], got["kinds"], got["problems"]) == (4, 2, 120)
+    assert got["rho_template"] == pytest.approx(power.intra_cluster_correlation(d, [i[:4] for i in ids]))
+    assert got["rho_kind"] == pytest.approx(power.intra_cluster_correlation(d, kind)) and got["rho_kind"] > 0.2
+    assert got["design_effect_kind"] == pytest.approx(power.design_effect(d, kind))
+    assert (got["design_effect_kind_low"], got["design_effect_kind_high"]) == power.design_effect_interval(d, kind)
+    assert got["design_effect_kind"] > got["design_effect_template"] > 1  # kinds are bigger clusters of alike pairs
+    humaneval = rows("lossless", 4.8, BASE) + rows("relative", 5.0, BASE, criterion="typical", knob=0.3)
+    assert verdict.clusters_checked(pd.DataFrame(humaneval)).empty
+    monkeypatch.setattr(cli.sweep, "load_sweep", lambda source: table.assign(suite="word-problems"))
+    assert cli.main(["power", "--from", "recorded", "--suite", "word-problems", "--loss", "2/164"]) == 0
+    printed = capsys.readouterr().out.split("the clusters checked one level up")[1].splitlines()
+    typical = next(line.split() for line in printed if line.lstrip().startswith("typical"))
+    assert typical[:6] == [
+        "typical",
+        "0.3",
+        "120",
+        "4",
+        f"{got['rho_template']:.3f}",
+        f"{got['design_effect_template']:.3f}",
+    ]
 
 
 def test_headline_takes_the_largest_tau_shown_non_inferior_and_reads_pass_at_dropmatchs_taus(table):

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.criteria import RULES
-from dropmatch.tables.power import design_effect, design_effect_interval, detectable
+from dropmatch.tables.power import design_effect, design_effect_interval, detectable, intra_cluster_correlation
 from dropmatch.tables.summary import paired_p
 from dropmatch.tables.tradeoff import (
     at_knob,
@@ -181,6 +181,40 @@ def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
     """One setting's scores; lossless's column has knob NaN, which pandas cannot look up by equality."""
     cols = [c for c in scores.columns if c[0] == rule and (c[1] == knob or (pd.isna(c[1]) and pd.isna(knob)))]
     return scores[cols[0]]
+
+
+def clusters_checked(df: pd.DataFrame) -> pd.DataFrame:
+    """A check on the verdict's clusters where problems share a template: each setting's paired differences from
+    lossless grouped by template (the clusters the verdict resamples) and by the problems' category (a word problem's
+    kind, shared by a dozen templates), with the intra-cluster correlation and the design effect (95% interval over
+    resampled clusters) at each level. Correlation that lives across the templates of a kind would make the
+    template-clustered intervals too narrow; a few kinds give a wide interval. Empty where no template holds two
+    problems."""
+    scores = scores_by_setting(df)
+    if scores.index.nlevels > 1 or "lossless" not in scores.columns.get_level_values(0):
+        return pd.DataFrame()
+    templates = pd.Index([cluster(i) for i in scores.index])
+    if templates.nunique() == len(templates):
+        return pd.DataFrame()
+    kinds = df.drop_duplicates("prompt_id").set_index("prompt_id")["category"].reindex(scores.index).to_numpy()
+    base, out = _column(scores, "lossless", float("nan")), []
+    for rule, knob in scores.columns[scores.notna().any().to_numpy()]:  # the pivot holds every rule x knob
+        if rule == "lossless":
+            continue
+        d = _column(scores, rule, knob) - base
+        ok = d.notna().to_numpy()
+        row = {"rule": rule, "knob": knob, "problems": int(ok.sum())}
+        for level, units in (("template", templates[ok]), ("kind", kinds[ok])):
+            low, high = design_effect_interval(d[ok], units)
+            row |= {
+                f"{level}s": len(set(units)),
+                f"rho_{level}": intra_cluster_correlation(d[ok], units),
+                f"design_effect_{level}": design_effect(d[ok], units),
+                f"design_effect_{level}_low": low,
+                f"design_effect_{level}_high": high,
+            }
+        out.append(row)
+    return pd.DataFrame(out)
 
 
 def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
