@@ -4,6 +4,7 @@ and a small live sweep whose results replace the view."""
 from __future__ import annotations
 
 from contextlib import closing
+from functools import lru_cache
 from pathlib import Path
 
 import gradio as gr
@@ -12,7 +13,7 @@ import pandas as pd
 from dropmatch.config import FACTORS, PAPER_SETTING, SETTING_COLUMNS
 from dropmatch.criteria import KNOBS
 from dropmatch.lab.composition import DEFAULT_LOSS, compose
-from dropmatch.lab.files import CELLS, TABLE, read_calibration, read_manifest, read_probe, recorded
+from dropmatch.lab.files import BASELINES, CELLS, MANIFEST, TABLE, read_calibration, read_manifest, read_probe, recorded
 from dropmatch.lab.live import (
     LIVE_LIMITS,
     SUITES,
@@ -106,13 +107,40 @@ def recorded_choices() -> list[tuple[str, str]]:
     return out
 
 
-def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
-    """The directory, suite and rows of a recorded choice ("relatives/humaneval"); a clear gr.Error if unknown."""
+def _recorded_key(choice: str) -> tuple[str, str]:
+    """(RECORDED key, suite) of a recorded choice ("relatives/humaneval"); a clear gr.Error if unknown."""
     values = [value for _, value in recorded_choices()]
     if choice not in values:
         raise UserError(f"No recorded sweep named {choice!r}; choose one of {', '.join(values) or 'none'}.")
     key, suite = choice.split("/", 1)
+    return key, suite
+
+
+def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
+    """The directory, suite and rows of a recorded choice ("relatives/humaneval"); a clear gr.Error if unknown."""
+    key, suite = _recorded_key(choice)
     return RECORDED[key], suite, load_sweep(RECORDED[key]).query("suite == @suite")
+
+
+def _records_stamp(folder: Path) -> tuple:
+    """What a recorded directory's views are computed from, as (file, modified, size): a new stamp once a recording
+    adds cells (or baselines) there."""
+    paths = [folder / name for name in (CELLS, BASELINES, MANIFEST)]
+    return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists())
+
+
+@lru_cache(maxsize=16)
+def _recorded_view(choice: str, stamp: tuple) -> tuple[Path, str, pd.DataFrame, dict]:
+    folder, suite, part = recorded_table(choice)
+    return folder, suite, part, content(part)
+
+
+def recorded_view(choice: str) -> tuple[Path, str, pd.DataFrame, dict]:
+    """A recorded choice's directory, suite, rows and views (`content`): the same for every visitor, so computed
+    once per state of the directory's records (the word problems' verdict takes seconds) and shared; callers only
+    read them."""
+    key, _ = _recorded_key(choice)
+    return _recorded_view(choice, _records_stamp(RECORDED[key]))
 
 
 def recorded_note(folder: Path, suite: str, df: pd.DataFrame) -> str:
@@ -153,9 +181,9 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
     }
 
 
-def sweep_views(a: Parts, df: pd.DataFrame, note: str, files: list[str] | None, source: list[str]) -> dict:
-    """Every SWEEP_WIRING part for one sweep table (figures hidden where empty); `source` = [directory, suite]."""
-    c = content(df)
+def sweep_views(a: Parts, c: dict, note: str, files: list[str] | None, source: list[str]) -> dict:
+    """Every SWEEP_WIRING part for one sweep's views (`content`; figures hidden where empty); `source` = [directory,
+    suite]."""
     plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in (*FIGURES, "score_curves", "kinds")}
     return updates(
         a,
@@ -182,9 +210,9 @@ def recorded_files(folder: Path) -> list[str] | None:
 
 # ---- handlers -----------------------------------------------------------------------------------
 def open_recorded_sweep(a: Parts, choice: str) -> dict:
-    folder, suite, part = recorded_table(choice)
+    folder, suite, part, views = recorded_view(choice)
     files = recorded_files(folder)
-    return sweep_views(a, part, recorded_note(folder, suite, part), files, [str(folder), suite])
+    return sweep_views(a, views, recorded_note(folder, suite, part), files, [str(folder), suite])
 
 
 def shown_rows(source) -> pd.DataFrame:
@@ -303,12 +331,12 @@ def live_sweep(a: Parts, suite, prompts, factor, values, max_new_tokens, pair, s
                     break
                 df, table = write_table(folder)
                 note = f"**Live sweep** · {done}/{total} cells · last: `{row['key']}`, tau {row['tau']:.2f}"
-                yield sweep_views(a, df, note, [str(table)], source)
+                yield sweep_views(a, content(df), note, [str(table)], source)
     finally:
         STOPS.clear(session)
     df, files = finish(folder)
     yield sweep_views(
-        a, df, f"{said} Download the report and the per-prompt table below.", [str(f) for f in files], source
+        a, content(df), f"{said} Download the report and the per-prompt table below.", [str(f) for f in files], source
     )
 
 
@@ -422,8 +450,9 @@ def layout() -> Parts:
     """The tab's contents (inside its gr.Tab), showing the first recorded suite at once."""
     choices = recorded_choices()
     choice = choices[0][1] if choices else None
-    folder, suite, part = recorded_table(choice) if choice else (None, None, pd.DataFrame())
-    first = content(part)
+    folder, suite, part, first = (
+        recorded_view(choice) if choice else (None, None, pd.DataFrame(), content(pd.DataFrame()))
+    )
     gr.Markdown(
         "Sweeps over prompt suites: DropMatch at each setting against lossless on the same prompt and γ, "
         f"one factor at a time around the paper's setting (γ {PAPER_SETTING['gamma']}, K {PAPER_SETTING['K']}, "

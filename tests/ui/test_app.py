@@ -266,6 +266,26 @@ def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
         analysis.open_recorded_sweep(sweep_parts, "nope")
 
 
+def test_a_recorded_view_is_computed_once_per_state_of_its_records(tmp_path, monkeypatch):
+    """Every visitor sees the same recorded sweep, and the word problems' views take seconds: they are computed once
+    and shared, and computed again when a recording adds cells to the directory."""
+    for name in ("cells.jsonl", "sweep.json"):
+        (tmp_path / name).write_bytes((analysis.RECORDED["sweep"] / name).read_bytes())
+    monkeypatch.setitem(analysis.RECORDED, "sweep", tmp_path)
+    made = []
+    monkeypatch.setattr(analysis, "content", lambda df: made.append(len(df)) or {"rows": len(df)})
+    analysis._recorded_view.cache_clear()
+    first = analysis.recorded_view("sweep/humaneval")
+    assert analysis.recorded_view("sweep/humaneval") is first and len(made) == 1  # shared, not recomputed
+    lines = (tmp_path / "cells.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "cells.jsonl").write_text("".join(lines[:-1]), encoding="utf-8")  # the records change
+    again = analysis.recorded_view("sweep/humaneval")
+    assert len(made) == 2 and again[3]["rows"] == len(again[2]) == len(first[2]) - 1
+    with pytest.raises(gr.Error, match="No recorded sweep named"):
+        analysis.recorded_view("nope")
+    analysis._recorded_view.cache_clear()  # leave no view of this test's directory for the next
+
+
 def test_a_recorded_sweep_without_its_report_lists_only_what_exists(tmp_path):
     assert analysis.recorded_files(tmp_path) is None
     (tmp_path / analysis.TABLE).write_text("suite\n", encoding="utf-8")
