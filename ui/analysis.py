@@ -123,10 +123,10 @@ def recorded_table(choice: str) -> tuple[Path, str, pd.DataFrame]:
 
 
 def _records_stamp(folder: Path) -> tuple:
-    """What a recorded directory's views are computed from, as (file, modified, size): a new stamp once a recording
-    adds cells (or baselines) there."""
+    """What a recorded directory's views are computed from, as its path and (file, modified, size): a new stamp once
+    a recording adds cells (or baselines) there."""
     paths = [folder / name for name in (CELLS, BASELINES, MANIFEST)]
-    return tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists())
+    return (str(folder), *((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists()))
 
 
 @lru_cache(maxsize=16)
