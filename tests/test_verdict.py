@@ -178,14 +178,17 @@ def test_the_clusters_are_checked_one_level_up_by_kind(monkeypatch, capsys):
     got = checked.iloc[1]
     d = np.array(mine, float) - 1
     assert (got["templates"], got["kinds"], got["problems"]) == (4, 2, 120)
-    assert got["rho_template"] == pytest.approx(power.intra_cluster_correlation(d, [i[:4] for i in ids]))
-    assert got["rho_kind"] == pytest.approx(power.intra_cluster_correlation(d, kind)) and got["rho_kind"] > 0.2
+    # rho as the planner reads it from the design effect: (design effect - 1) / (pairs a cluster - 1)
+    deff_template = power.design_effect(d, [i[:4] for i in ids])
+    assert got["design_effect_template"] == pytest.approx(deff_template)
+    assert got["rho_template"] == pytest.approx((deff_template - 1) / (30 - 1))
     assert got["design_effect_kind"] == pytest.approx(power.design_effect(d, kind))
+    assert got["rho_kind"] == pytest.approx((got["design_effect_kind"] - 1) / (60 - 1)) and got["rho_kind"] > 0.2
     assert (got["design_effect_kind_low"], got["design_effect_kind_high"]) == power.design_effect_interval(d, kind)
     assert got["design_effect_kind"] > got["design_effect_template"] > 1  # kinds are bigger clusters of alike pairs
     humaneval = rows("lossless", 4.8, BASE) + rows("relative", 5.0, BASE, criterion="typical", knob=0.3)
     assert verdict.clusters_checked(pd.DataFrame(humaneval)).empty
-    monkeypatch.setattr(cli.sweep, "load_sweep", lambda source: table.assign(suite="word-problems"))
+    monkeypatch.setattr(cli.sweep, "load_sweep", lambda source, limit=None: table.assign(suite="word-problems"))
     assert cli.main(["power", "--from", "recorded", "--suite", "word-problems", "--loss", "2/164"]) == 0
     printed = capsys.readouterr().out.split("the clusters checked one level up")[1].splitlines()
     typical = next(line.split() for line in printed if line.lstrip().startswith("typical"))

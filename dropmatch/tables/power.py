@@ -74,6 +74,12 @@ def with_samples(problems: float, samples: int, rho: float) -> float:
     return problems * (1 + (samples - 1) * rho) / samples
 
 
+def implied_rho(design_effect: float, size: float) -> float:
+    """The intra-cluster correlation a design effect implies for clusters of `size` pairs on average: (design_effect
+    - 1) / (size - 1); NaN where a cluster holds one pair (or the design effect is unknown)."""
+    return (design_effect - 1) / (size - 1) if size > 1 and design_effect == design_effect else float("nan")
+
+
 def detectable_floor(clusters: float, psi: float, rho: float, alpha: float = ALPHA, power: float = POWER) -> float:
     """The smallest difference `clusters` clusters detect at 80% power however many pairs each holds: as a cluster's
     m pairs grow, m / (1 + (m - 1) rho) tends to 1 / rho, so the clusters are worth at most clusters / rho independent
@@ -159,9 +165,8 @@ def plan(table: pd.DataFrame, loss: float, alpha: float = ALPHA, power: float = 
         deff = r.get("design_effect", 1.0)
         deff = 1.0 if deff != deff else max(1.0, deff)  # unmeasured, or clusters that cancel: independent pairs
         size = pairs / r.get("clusters", r["problems"])  # pairs a cluster holds, on average
-        corr = (deff - 1) / (size - 1) if size > 1 else float("nan")  # the intra-cluster correlation
-        ends = [r.get(f"design_effect_{end}", float("nan")) for end in ("low", "high")]  # its interval, where known
-        ends = [(e - 1) / (size - 1) if size > 1 and e == e else float("nan") for e in ends]
+        corr = implied_rho(deff, size)  # the intra-cluster correlation
+        ends = [implied_rho(r.get(f"design_effect_{end}", float("nan")), size) for end in ("low", "high")]
         effect = m / deff  # independent outcomes a problem is worth
         n, psi = r["problems"] * effect, (r["lost"] + r["gained"]) / pairs
         ok = psi > loss * loss

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.criteria import RULES
-from dropmatch.tables.power import design_effect, design_effect_interval, detectable, intra_cluster_correlation
+from dropmatch.tables.power import design_effect, design_effect_interval, detectable, implied_rho
 from dropmatch.tables.summary import paired_p
 from dropmatch.tables.tradeoff import (
     at_knob,
@@ -185,11 +185,11 @@ def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
 
 def clusters_checked(df: pd.DataFrame) -> pd.DataFrame:
     """A check on the verdict's clusters where problems share a template: each setting's paired differences from
-    lossless grouped by template (the clusters the verdict resamples) and by the problems' category (a word problem's
-    kind, shared by a dozen templates), with the intra-cluster correlation and the design effect (95% interval over
-    resampled clusters) at each level. Correlation that lives across the templates of a kind would make the
-    template-clustered intervals too narrow; a few kinds give a wide interval. Empty where no template holds two
-    problems."""
+    lossless grouped by template (the clusters the verdict resamples) and by the problems' category (a word
+    problem's kind, shared by a dozen templates), with the design effect (95% interval over resampled clusters) and
+    the intra-cluster correlation it implies (as the power planner reads it) at each level. Correlation that lives
+    across the templates of a kind would make the template-clustered intervals too narrow; a few kinds give a wide
+    interval. Empty where no template holds two problems."""
     scores = scores_by_setting(df)
     if scores.index.nlevels > 1 or "lossless" not in scores.columns.get_level_values(0):
         return pd.DataFrame()
@@ -206,10 +206,11 @@ def clusters_checked(df: pd.DataFrame) -> pd.DataFrame:
         row = {"rule": rule, "knob": knob, "problems": int(ok.sum())}
         for level, units in (("template", templates[ok]), ("kind", kinds[ok])):
             low, high = design_effect_interval(d[ok], units)
+            deff, clusters = design_effect(d[ok], units), len(set(units))
             row |= {
-                f"{level}s": len(set(units)),
-                f"rho_{level}": intra_cluster_correlation(d[ok], units),
-                f"design_effect_{level}": design_effect(d[ok], units),
+                f"{level}s": clusters,
+                f"rho_{level}": implied_rho(deff, ok.sum() / clusters),
+                f"design_effect_{level}": deff,
                 f"design_effect_{level}_low": low,
                 f"design_effect_{level}_high": high,
             }
