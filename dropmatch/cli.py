@@ -546,8 +546,10 @@ def _cmd_power(args) -> int:
     of a recorded verdict."""
     if (args.psi is None) == (args.source is None):
         raise ValueError("give the discordance (--psi) or a recorded sweep (--from), one of them")
+    if args.limit is not None and args.source is None:
+        raise ValueError("--limit reads the first problems of a recorded sweep: give it with --from")
     if args.source is not None:
-        df = sweep.load_sweep(args.source)
+        df = sweep.load_sweep(args.source, args.limit)
         part = df[df["suite"] == args.suite].dropna(subset=["score"])
         table = against_lossless(part)
         if table.empty:
@@ -950,6 +952,12 @@ def _add_analysis(sub) -> None:
     )
     w.add_argument("--from", dest="source", help="a recorded sweep: every setting's own discordance against lossless")
     w.add_argument("--suite", default="humaneval", help="which suite of the sweep (default humaneval)")
+    w.add_argument(
+        "--limit",
+        type=_positive,
+        default=None,
+        help="with --from: the suite's first N problems only, in its order (a recording still growing, as judged)",
+    )
     w.add_argument(
         "--problems", type=_positive, help="with --psi: the power and detectable loss at this many (--samples each)"
     )

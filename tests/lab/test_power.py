@@ -77,6 +77,12 @@ def test_the_plan_of_the_recorded_verdict_reads_each_settings_discordance(capsys
     row = next(line for line in lines if "js+majority  0.30" in line).split()
     shift = len(row) - len(header)  # the rule's name is several words
     assert [row[header.index(c) + shift] for c in ("lost", "gained")] == ["16", "14"] and "9651.7639" in row
+    assert main(["power", "--from", "assets/verdict", "--loss", "2/164", "--limit", "100"]) == 0  # a growing part
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines[1 : lines.index(next(x for x in lines if x.startswith("loss ")))]]
+    assert rows and all(r[len(r) - len(header) + header.index("problems")] == "100" for r in rows)
+    assert main(["power", "--psi", "0.1", "--loss", "2/164", "--limit", "100"]) == 2
+    assert "--limit reads the first problems of a recorded sweep" in capsys.readouterr().err
 
 
 def test_the_intra_cluster_correlation_of_handmade_tables():
