@@ -202,6 +202,48 @@ def test_the_clusters_are_checked_one_level_up_by_kind(monkeypatch, capsys):
     ]
 
 
+def test_every_setting_is_judged_within_each_kind_of_problem_with_holm_over_the_table():
+    """Four templates, two a kind, 30 problems each. The rule loses 10 problems of each template of kind x and none
+    of kind y; a second rule loses one problem of kind y. Within kind x the two templates' summed differences (-10,
+    -10) are the exact test's clusters: both signs flipped alike, p = 2 / 4. HumanEval's one category gives none."""
+    ids = [f"{t}#{k}" for t in ("x-01", "x-02", "y-01", "y-02") for k in range(30)]
+    kind = [i[0] for i in ids]
+
+    def cells(method, scores, **setting):
+        out = rows(method, 5.0, scores, **setting)
+        return [r | {"prompt_id": i, "category": k} for r, i, k in zip(out, ids, kind)]
+
+    lossing = ([0] * 10 + [1] * 20) * 2 + [1] * 60
+    one = [1] * 60 + [0] + [1] * 59
+    table = cells("lossless", [1] * 120) + cells("relative", lossing, criterion="typical", knob=0.3)
+    table = pd.DataFrame(table + cells("relative", one, criterion="fuzzy-js", knob=0.1))
+    got = verdict.by_category(table).set_index(["rule", "category"])
+    assert len(got) == 4
+    x = got.loc[("typical", "x")]
+    assert (x["problems"], x["clusters"], x["lost"], x["gained"]) == (60, 2, 20, 0)
+    assert (x["score_lossless"], x["score"], x["score_diff"]) == pytest.approx((1.0, 40 / 60, -1 / 3))
+    assert x["mcnemar_p"] == pytest.approx(0.5)  # two clusters, not McNemar's 2^-19 over 20 problems
+    assert x["diff_low"] == pytest.approx(-1 / 3) and x["diff_high"] == pytest.approx(-1 / 3)  # alike templates
+    y = got.loc[("typical", "y")]
+    assert (y["lost"], y["gained"], y["score_diff"], y["mcnemar_p"]) == (0, 0, 0.0, 1.0)
+    assert got.loc[("fuzzy-js", "y"), "lost"] == 1 and got.loc[("fuzzy-js", "x"), "lost"] == 0
+    assert got["holm_p"].tolist() == pytest.approx(list(verdict.holm(got["mcnemar_p"])))
+    assert got.loc[("typical", "x"), "holm_p"] == pytest.approx(min(1.0, 0.5 * 4))  # the smallest of four tests
+    # each problem its own cluster (no template): the exact McNemar test within a kind
+    plain = table.assign(prompt_id=[f"P/{i}" for i in range(120)] * 3)
+    x = verdict.by_category(plain).set_index(["rule", "category"]).loc[("typical", "x")]
+    assert x["clusters"] == 60 and x["mcnemar_p"] == pytest.approx(mcnemar_p(20, 0))
+    humaneval = rows("lossless", 4.8, BASE) + rows("relative", 5.0, BASE, criterion="typical", knob=0.3)
+    assert verdict.by_category(pd.DataFrame(humaneval).assign(category="humaneval")).empty
+    from viz.verdict import verdict_tables
+
+    shown, _ = verdict_tables(table, lambda _: None, "{bar}")
+    fold = re.search(r"<details class=dm-fold open><summary>By problem kind \(2 kinds\).*?</details>", shown, re.S)
+    assert fold and "No setting&#x27;s loss on any kind is told from zero after Holm over the 4 tests" in fold[0]
+    assert "(smallest Holm p 1.00: typical (greedy reading) on x, -33.3%)" in fold[0]
+    assert "By problem kind" not in verdict_tables(pd.DataFrame(humaneval).assign(category="h"), lambda _: None, "")[0]
+
+
 def test_headline_takes_the_largest_tau_shown_non_inferior_and_reads_pass_at_dropmatchs_taus(table):
     head = verdict.headline(table).set_index("rule")
     assert head.loc["typical", "best_tau_point_within_bar"] == pytest.approx(5.6)  # not 5.2: 5.6 keeps the bar too

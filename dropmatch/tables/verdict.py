@@ -291,6 +291,55 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def by_category(df: pd.DataFrame) -> pd.DataFrame:
+    """Every setting against lossless within each category of problems (a word problem's kind: rates, money...), to
+    see whether a rule's loss concentrates somewhere: per (setting, category) the problems and clusters, both pass@1s,
+    the difference with its paired bootstrap 95% interval, lost and gained, the exact p (a template's problems flip
+    together) and its Holm-corrected value over the whole table (settings x categories). Empty where the problems
+    fall in one category (HumanEval) or nothing is scored beside lossless."""
+    if "category" not in df:
+        return pd.DataFrame()
+    scores = scores_by_setting(df)
+    if "lossless" not in scores.columns.get_level_values(0):
+        return pd.DataFrame()
+    category = df.drop_duplicates("prompt_id").set_index("prompt_id")["category"]
+    kinds = category.reindex(scores.index.get_level_values(0)).to_numpy()
+    if len(set(kinds)) < 2:
+        return pd.DataFrame()
+    points = setting_points(df.dropna(subset=["score"]))
+    base, out = _column(scores, "lossless", float("nan")), []
+    for _, p in points[points["method"] != "lossless"].iterrows():
+        mine = _column(scores, p["rule"], p["knob"])
+        for kind in sorted(set(kinds)):
+            inside = kinds == kind
+            both = pd.concat([base[inside], mine[inside]], axis=1, keys=["base", "mine"]).dropna()
+            if both.empty:
+                continue
+            units = _problems(both)
+            low, high = paired_bootstrap(both["base"], both["mine"], units)
+            out.append(
+                {
+                    "rule": p["rule"],
+                    "knob": p["knob"],
+                    "category": kind,
+                    "problems": both.index.get_level_values(0).nunique(),
+                    "clusters": len(both) if units is None else units.nunique(),
+                    "score_lossless": both["base"].mean(),
+                    "score": both["mine"].mean(),
+                    "score_diff": both["mine"].mean() - both["base"].mean(),
+                    "diff_low": low,
+                    "diff_high": high,
+                    "lost": int(((both["base"] == 1) & (both["mine"] == 0)).sum()),
+                    "gained": int(((both["base"] == 0) & (both["mine"] == 1)).sum()),
+                    "mcnemar_p": paired_p(both["base"], both["mine"], units),
+                }
+            )
+    table = pd.DataFrame(out)
+    if len(table):
+        table["holm_p"] = holm(table["mcnemar_p"])
+    return table
+
+
 def nearest_settings(df: pd.DataFrame, target_tau: float) -> pd.DataFrame:
     """Each rule's measured setting whose pooled tau is nearest `target_tau` (lossless is its one point)."""
     points = setting_points(df.dropna(subset=["score"]))
