@@ -62,7 +62,17 @@ DEFINITIONS = {
     "relaxed_emitted": "relaxed acceptances in the output (drafts lossless would have rejected), ties excluded",
     "mean_logp": "mean log-probability of the emitted tokens under the unmasked target, nats (higher = more "
     "the target's own text)" + PROXY_NOTE,
+    "disagreement": "verified draft positions where the draft's token was not the target's top-1 (a rejection, a "
+    "relaxed acceptance or a tie) / verified draft positions, pooled: how often the draft disagrees with the text "
+    "the rule keeps",
+    "relaxed_of_disagreements": "disagreements the rule accepted (relaxed acceptances and ties) / disagreements",
+    "follow_on": "drafts accepted after a relaxed acceptance (or a tie) in its round, mean over them: with the "
+    "accepted token itself, what one relaxation buys (a rejection there would have ended the round)",
+    "disagreement_after_relaxed": "share of the verified positions right after a relaxed acceptance where the draft "
+    "disagrees again (compare with disagreement)",
 }
+ROUND_ENDS = ("bonus", "correction")  # the target's token closing a round: every draft accepted, or one rejected
+ANATOMY = ("verified", "disagreed", "relaxed", "followed", "after", "after_disagreed")  # `round_anatomy`'s counts
 
 
 def greedy(trace: Trace) -> bool:
@@ -159,6 +169,38 @@ def relaxed_tokens(trace: Trace) -> list[list]:
 def emitted_reasons(trace: Trace) -> str:
     """The reason of every emitted token, space-joined, aligned with `trace.token_ids`."""
     return " ".join(r.reason for r in trace.records if r.emitted)
+
+
+def round_anatomy(reasons: str) -> dict[str, int]:
+    """How an output's verification rounds went, counted from its emitted reasons (`emitted_reasons`; "exact" an
+    accepted draft equal to the target's top-1, "correction" the target's token at a rejection, "bonus" its token
+    after all drafts were accepted, any other an accepted disagreement: a relaxed acceptance or a tie). ANATOMY:
+    verified draft positions, disagreements among them, accepted disagreements, the drafts accepted after each
+    accepted disagreement in its round (summed), and the verified positions right after one (how many, how many
+    disagreed again). A round the output's end cut short counts as far as it was emitted; a target-only run
+    ("target" reasons) counts nothing."""
+    out = dict.fromkeys(ANATOMY, 0)
+    rounds, current = [], []
+    for reason in str(reasons).split():
+        if reason == "target":
+            continue
+        current.append(reason)
+        if reason in ROUND_ENDS:
+            rounds.append(current)
+            current = []
+    for reasons_ in [*rounds, current]:
+        verified = [r for r in reasons_ if r != "bonus"]  # a bonus token follows the last draft: nothing verified
+        out["verified"] += len(verified)
+        out["disagreed"] += sum(r != "exact" for r in verified)
+        for j, r in enumerate(verified):
+            if r in ("exact", "correction"):
+                continue
+            out["relaxed"] += 1
+            out["followed"] += sum(1 for later in verified[j + 1 :] if later != "correction")
+            if j + 1 < len(verified):
+                out["after"] += 1
+                out["after_disagreed"] += verified[j + 1] != "exact"
+    return out
 
 
 def compute(trace: Trace) -> dict:

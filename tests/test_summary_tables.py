@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from dropmatch.metrics import round_anatomy
 from dropmatch.tables.summary import mcnemar_p, paired_p, per_category, summary
 from dropmatch.tables.tradeoff import held, infer_centre, setting_points
 from dropmatch.tables.verdict import against_lossless
@@ -81,6 +82,37 @@ def test_summary_takes_medians_and_pools_tau_and_the_relaxed_cost(table):
     assert dm["relaxed_cost_mean"] == pytest.approx(7 / 3)  # pooled over acceptances, not the mean of 1 and 3
     assert math.isnan(lossless["relaxed_cost_mean"])  # nothing relaxed
     assert dm["capped"] == 0.5 and dm["equal_share"] == 0.5 and dm["mean_logp"] == -1.5
+
+
+def test_round_anatomy_counts_an_outputs_rounds_from_its_reasons():
+    """Three rounds: a relaxed acceptance at position 1 followed by an exact one and a rejection; five exact drafts
+    and the bonus; a round the output's end cut after a relaxed and an exact token."""
+    got = round_anatomy("exact js exact correction exact exact exact exact exact bonus js exact")
+    assert got == {"verified": 11, "disagreed": 3, "relaxed": 2, "followed": 2, "after": 2, "after_disagreed": 0}
+    # two relaxed in a row, then a rejection: the first buys the second, each is followed by a disagreement
+    got = round_anatomy("mars tie correction")
+    assert got == {"verified": 3, "disagreed": 3, "relaxed": 2, "followed": 1, "after": 2, "after_disagreed": 2}
+    assert set(round_anatomy("target target").values()) == {0}  # plain decoding verifies no draft
+
+
+def test_summary_pools_how_the_rounds_went(table):
+    """Lossless disagrees at 2 of 10 verified positions; DropMatch's two outputs: 3 disagreements of 11, 2 accepted,
+    each followed by one accepted draft, neither followed by a disagreement."""
+    reasons = {
+        "lossless": ["exact correction exact exact exact exact exact bonus", "exact exact correction"],
+        "dropmatch": ["exact js exact correction exact exact exact exact exact bonus", "js exact"],
+        "relative": [None, None],  # an older sweep's rows: no reasons
+    }
+    five = table[table["gamma"] == 5]
+    five = five.assign(reasons=[r for m in ("relative", "dropmatch", "lossless") for r in reasons[m]])
+    out = summary(five).set_index("method")
+    assert out.loc["lossless", "disagreement"] == pytest.approx(2 / 10)
+    assert out.loc["lossless", "relaxed_of_disagreements"] == 0 and math.isnan(out.loc["lossless", "follow_on"])
+    dm = out.loc["dropmatch"]
+    assert (dm["disagreement"], dm["relaxed_of_disagreements"]) == pytest.approx((3 / 11, 2 / 3))
+    assert (dm["follow_on"], dm["disagreement_after_relaxed"]) == (1.0, 0.0)
+    assert math.isnan(out.loc["relative", "disagreement"])
+    assert "disagreement" not in summary(table)  # no reasons at all: no column
 
 
 def test_per_category_sets_lossless_beside_dropmatch_at_the_centre(table):

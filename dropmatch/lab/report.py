@@ -74,6 +74,10 @@ COLUMN_DEFINITIONS = (
             "tokens_per_s",
             "first_divergence",
             "equal_share",
+            "disagreement",
+            "relaxed_of_disagreements",
+            "follow_on",
+            "disagreement_after_relaxed",
         )
         if k in DEFINITIONS
     }
@@ -281,6 +285,8 @@ def _definitions() -> str:
         "ties",
         "relaxed_cost_mean",
         "mean_logp",
+        "disagreement",
+        "follow_on",
         "family",
     ]
     return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(COLUMN_DEFINITIONS[k])}</li>" for k in names) + "</ul>"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.config import SETTING_COLUMNS, SWEEP_METHODS
-from dropmatch.metrics import pooled_tau
+from dropmatch.metrics import ANATOMY, pooled_tau, round_anatomy
 from dropmatch.tables.tradeoff import centre, dropmatch_rows, family_of, rule_name
 
 # per setting, the median over prompts of each of these (the rest of `summary` pools or averages)
@@ -54,6 +54,16 @@ def _relaxed_cost(rows: pd.DataFrame) -> float:
     return rows["relaxed_cost_sum"].sum() / n if n > 0 else float("nan")
 
 
+def _anatomy(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per row, `round_anatomy`'s counts from its reasons (all NaN where a row has none)."""
+    counted = [round_anatomy(r) if isinstance(r, str) else dict.fromkeys(ANATOMY, np.nan) for r in rows["reasons"]]
+    return pd.DataFrame(counted, index=rows.index, columns=list(ANATOMY))
+
+
+def _share(a: pd.Series, b: pd.Series) -> pd.Series:
+    return (a / b.where(b > 0)).astype(float)
+
+
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per suite x setting: medians over prompts, pooled tau (sum N / sum T) and the task score; lossless
     first at each gamma, then DropMatch, then the relatives."""
@@ -69,6 +79,13 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     out["mean_logp"] = g["mean_logp"].mean()
     if "ties" in df:
         out["ties"] = g["ties"].sum(min_count=1)  # ties accepted, summed over prompts (empty in older sweeps)
+    if "reasons" in df:  # how the rounds went, pooled over the setting's outputs (metrics.round_anatomy)
+        counts = _anatomy(df).groupby([df[c] for c in ["suite", *SETTING_COLUMNS]], dropna=False, sort=False)
+        counts = counts.sum(min_count=1)
+        out["disagreement"] = _share(counts["disagreed"], counts["verified"])
+        out["relaxed_of_disagreements"] = _share(counts["relaxed"], counts["disagreed"])
+        out["follow_on"] = _share(counts["followed"], counts["relaxed"])
+        out["disagreement_after_relaxed"] = _share(counts["after_disagreed"], counts["after"])
     if "speed_basis" in df and df["speed_basis"].isin(["adjusted", "no baseline"]).any():  # a part timed apart
         out["speed_adjusted"] = g["speed_basis"].agg(lambda basis: (basis == "adjusted").mean())
     order = ["suite", "gamma", *(c for c in SETTING_COLUMNS if c != "gamma")]
