@@ -493,6 +493,7 @@ def sitting_factors(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     parts = [cells[cells["method"] == "lossless"]] + ([baselines] if baselines is not None and len(baselines) else [])
     obs = pd.concat(parts, ignore_index=True)
     obs = obs.assign(
+        seed=obs["seed"].fillna(0),
         sitting=obs["sitting"].fillna(""),
         cpu=obs["cpu_s"] / obs["target_forwards"],
         wall=obs["wall_s"] / obs["target_forwards"],
@@ -505,13 +506,16 @@ def sitting_factors(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     return pairs.groupby(["suite", "sitting", "sitting_lossless"])[["cpu_factor", "wall_factor"]].median()
 
 
-def add_comparisons(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) -> pd.DataFrame:
+def add_comparisons(
+    cells: pd.DataFrame, baselines: pd.DataFrame | None = None, factors: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Join each row with the lossless row of the same suite, prompt, gamma and seed: tau gain, speedup, lossiness
     (a sampled replicate is compared with lossless sampled from the same seed). A speed ratio is side by side where
     the two rows share a sitting; across sittings it is scaled by what lossless cost per target forward in the two
     (`sitting_factors`, from the re-timed lossless cells in `baselines`), and left empty where nothing times them
     against each other; `speed_basis` says which. Rows recorded before rows named their sitting are taken as
-    recorded."""
+    recorded. `factors`: the sittings' factors where the caller computed them on more cells than these (a part of a
+    recording read as the whole reads it)."""
     cells = cells.assign(seed=cells["seed"].fillna(0))
     baselines = baselines.assign(seed=baselines["seed"].fillna(0)) if baselines is not None and len(baselines) else None
     on = ["suite", "prompt_id", "gamma", "seed"]
@@ -524,7 +528,8 @@ def add_comparisons(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     df["length_ratio"] = df["n_tokens"] / df["n_tokens_lossless"]
     mine, theirs = df["sitting"].fillna(""), df["sitting_lossless"].fillna("")
     keys = pd.DataFrame({"suite": df["suite"], "sitting": mine, "sitting_lossless": theirs})
-    factors = keys.merge(sitting_factors(cells, baselines), how="left", on=list(keys.columns))
+    factors = sitting_factors(cells, baselines) if factors is None else factors
+    factors = keys.merge(factors, how="left", on=list(keys.columns))
     same = (mine == theirs).to_numpy()
     cpu = np.where(same, 1.0, factors["cpu_factor"].to_numpy(float))
     wall = np.where(same, 1.0, factors["wall_factor"].to_numpy(float))
@@ -539,11 +544,14 @@ def add_comparisons(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
 
 def load_sweep(out_dir: str | Path, limit: int | None = None) -> pd.DataFrame:
     """A recorded sweep directory as the tidy table: one row per prompt x setting (COLUMNS + DERIVED); with `limit`,
-    each suite's first `limit` problems only (`first_problems`)."""
+    each suite's first `limit` problems only (`first_problems`), their speed ratios scaled across sittings as the whole
+    recording scales them (a part's own re-timed cells would give another factor)."""
     if not (Path(out_dir) / CELLS).exists():
         raise ValueError(f"{out_dir} holds no sweep (no {CELLS})")
-    cells = read_cells(out_dir)
-    return add_comparisons(first_problems(cells, limit) if limit else cells, read_baselines(out_dir))
+    cells, baselines = read_cells(out_dir), read_baselines(out_dir)
+    if not limit:
+        return add_comparisons(cells, baselines)
+    return add_comparisons(first_problems(cells, limit), baselines, sitting_factors(cells, baselines))
 
 
 def first_problems(cells: pd.DataFrame, limit: int) -> pd.DataFrame:
