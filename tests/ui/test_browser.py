@@ -463,6 +463,23 @@ def test_the_verdict_reads_on_a_phone(phone):
     phone.screenshot(path=str(ARTIFACTS / "analysis_verdict_phone.png"), full_page=True)
 
 
+def test_the_word_problems_verdict_by_kind_reads_on_a_phone(phone):
+    """The word problems' verdict adds every setting within each kind of problem: folded on a phone with the rest of
+    the verdict's long tables, opened by a tap, its wide table scrolling inside its own box."""
+    phone.get_by_role("tab", name="Analysis").click()
+    phone.locator("#lab-suite label", has_text="word-problems").click()
+    phone.wait_for_function("document.querySelector('#lab-note').innerText.includes('word-problems')", **POLL)
+    fold = phone.locator("#lab-verdict details.dm-fold", has_text="By problem kind")
+    fold.wait_for(state="attached", timeout=60_000)
+    assert fold.get_attribute("open") is None, "a long table starts folded on a phone"
+    fold.locator("summary").click()
+    assert "Holm over the" in fold.locator("p.note").inner_text()
+    no_sideways_scroll(phone)
+    table = fold.locator(".scroll").first
+    assert table.evaluate("e => e.scrollWidth > e.clientWidth && getComputedStyle(e).overflowX === 'auto'")
+    phone.screenshot(path=str(ARTIFACTS / "analysis_word_problems_phone.png"), full_page=True)
+
+
 def test_a_live_sweep_runs_from_the_analysis_tab(page):
     page.get_by_role("tab", name="Analysis").click()
     page.locator("#lab-live").get_by_text("Run a small sweep live").click()
