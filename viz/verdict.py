@@ -125,19 +125,20 @@ def _fold(summary: str, body: str) -> str:
 def _by_kind(kinds: pd.DataFrame, at_t0: bool, about: Callable[[str], str | None]) -> str:
     """Every setting against lossless within each problem kind, with a line saying which losses survive Holm's
     correction over the whole table (often none: a kind holds a tenth of the problems)."""
+    kinds = shown_rules(kinds, at_t0)
     found = kinds[(kinds["holm_p"] < 0.05) & (kinds["score_diff"] < 0)]
-    named = ", ".join(f"{r.rule} on {r.category} ({r.score_diff:+.1%})" for r in shown_rules(found, at_t0).itertuples())
+    named = ", ".join(f"{r.rule} on {r.category} ({r.score_diff:+.1%})" for r in found.itertuples())
     smallest = kinds.sort_values(["holm_p", "mcnemar_p"]).iloc[0]  # Holm ties at 1: the smallest nominal p
     said = (
         f"Told from zero after Holm over the {len(kinds)} tests: {named}."
         if len(found)
         else f"No setting's loss on any kind is told from zero after Holm over the {len(kinds)} tests (smallest "
-        f"Holm p {smallest['holm_p']:.2f}: {shown_rules(smallest.to_frame().T, at_t0)['rule'].iloc[0]} on "
-        f"{smallest['category']}, {smallest['score_diff']:+.1%})."
+        f"Holm p {smallest['holm_p']:.2f}: {smallest['rule']} on {smallest['category']}, "
+        f"{smallest['score_diff']:+.1%})."
     )
     note = "Each kind holds a fraction of the problems, so its intervals are wide; a loss that shows overall "
     note += "need not show in any one kind. " + said
-    return f"<p class=note>{html.escape(note)}</p>" + _table(shown_rules(kinds, at_t0), about)
+    return f"<p class=note>{html.escape(note)}</p>" + _table(kinds, about)
 
 
 def verdict_tables(

@@ -183,6 +183,17 @@ def _column(scores: pd.DataFrame, rule: str, knob) -> pd.Series:
     return scores[cols[0]]
 
 
+def _discordant(first: pd.Series, second: pd.Series) -> tuple[int, int]:
+    """Problems (pairs) the first solves and the second does not, and the reverse."""
+    return int(((first == 1) & (second == 0)).sum()), int(((first == 0) & (second == 1)).sum())
+
+
+def _categories(df: pd.DataFrame, scores: pd.DataFrame) -> np.ndarray:
+    """The category (a word problem's kind) of each row of a scores table, by its problem."""
+    category = df.drop_duplicates("prompt_id").set_index("prompt_id")["category"]
+    return category.reindex(scores.index.get_level_values(0)).to_numpy()
+
+
 def clusters_checked(df: pd.DataFrame) -> pd.DataFrame:
     """A check on the verdict's clusters where problems share a template: each setting's paired differences from
     lossless grouped by template (the clusters the verdict resamples) and by the problems' category (a word
@@ -196,7 +207,7 @@ def clusters_checked(df: pd.DataFrame) -> pd.DataFrame:
     templates = pd.Index([cluster(i) for i in scores.index])
     if templates.nunique() == len(templates):
         return pd.DataFrame()
-    kinds = df.drop_duplicates("prompt_id").set_index("prompt_id")["category"].reindex(scores.index).to_numpy()
+    kinds = _categories(df, scores)
     base, out = _column(scores, "lossless", float("nan")), []
     for rule, knob in scores.columns[scores.notna().any().to_numpy()]:  # the pivot holds every rule x knob
         if rule == "lossless":
@@ -236,8 +247,7 @@ def against_lossless(df: pd.DataFrame) -> pd.DataFrame:
     for _, p in points[points["method"] != "lossless"].iterrows():
         mine = _column(scores, p["rule"], p["knob"])
         both = pd.concat([base, mine], axis=1, keys=["base", "mine"]).dropna()
-        lost = int(((both["base"] == 1) & (both["mine"] == 0)).sum())
-        gained = int(((both["base"] == 0) & (both["mine"] == 1)).sum())
+        lost, gained = _discordant(both["base"], both["mine"])
         units = _problems(both)
         low, high = paired_bootstrap(both["base"], both["mine"], units)
         d = both["mine"] - both["base"]
@@ -302,8 +312,7 @@ def by_category(df: pd.DataFrame) -> pd.DataFrame:
     scores = scores_by_setting(df)
     if "lossless" not in scores.columns.get_level_values(0):
         return pd.DataFrame()
-    category = df.drop_duplicates("prompt_id").set_index("prompt_id")["category"]
-    kinds = category.reindex(scores.index.get_level_values(0)).to_numpy()
+    kinds = _categories(df, scores)
     if len(set(kinds)) < 2:
         return pd.DataFrame()
     points = setting_points(df.dropna(subset=["score"]))
@@ -317,6 +326,7 @@ def by_category(df: pd.DataFrame) -> pd.DataFrame:
                 continue
             units = _problems(both)
             low, high = paired_bootstrap(both["base"], both["mine"], units)
+            lost, gained = _discordant(both["base"], both["mine"])
             out.append(
                 {
                     "rule": p["rule"],
@@ -329,8 +339,8 @@ def by_category(df: pd.DataFrame) -> pd.DataFrame:
                     "score_diff": both["mine"].mean() - both["base"].mean(),
                     "diff_low": low,
                     "diff_high": high,
-                    "lost": int(((both["base"] == 1) & (both["mine"] == 0)).sum()),
-                    "gained": int(((both["base"] == 0) & (both["mine"] == 1)).sum()),
+                    "lost": lost,
+                    "gained": gained,
                     "mcnemar_p": paired_p(both["base"], both["mine"], units),
                 }
             )
@@ -362,8 +372,7 @@ def rule_pairs(df: pd.DataFrame, target_tau: float, tolerance: float = TAU_TOLER
         both = pd.concat(
             [_column(scores, a["rule"], a["knob"]), _column(scores, b["rule"], b["knob"])], axis=1, keys=["a", "b"]
         ).dropna()
-        a_only = int(((both["a"] == 1) & (both["b"] == 0)).sum())
-        b_only = int(((both["a"] == 0) & (both["b"] == 1)).sum())
+        a_only, b_only = _discordant(both["a"], both["b"])
         out.append(
             {
                 "rule_a": a["rule"],
