@@ -242,6 +242,21 @@ def test_every_setting_is_judged_within_each_kind_of_problem_with_holm_over_the_
     assert fold and "No setting&#x27;s loss on any kind is told from zero after Holm over the 4 tests" in fold[0]
     assert "(smallest Holm p 1.00: typical (greedy reading) on x, -33.3%)" in fold[0]
     assert "By problem kind" not in verdict_tables(pd.DataFrame(humaneval).assign(category="h"), lambda _: None, "")[0]
+    from viz.verdict import problem_kinds_heatmap
+
+    fig = problem_kinds_heatmap(verdict.by_category(table), greedy_=True)
+    heat, settings = fig.data[0], fig.layout.meta["settings"]
+    assert list(heat.y) == ["x", "y"] and sorted(settings) == ["fuzzy-js 0.1", "typical (greedy reading) 0.3"]
+    t, f = settings.index("typical (greedy reading) 0.3"), settings.index("fuzzy-js 0.1")
+    assert list(heat.x) == settings
+    assert heat.z[0][t] == pytest.approx(-100 / 3) and heat.z[1][t] == 0 and heat.z[1][f] == pytest.approx(-100 / 60)
+    assert [heat.text[0][t], heat.text[1][t]] == ["-33", "+0"] and heat.zmid == 0 and heat.zmin == -heat.zmax
+    assert "20 lost, 0 gained; exact p 0.5" in heat.customdata[0][t] and "Holm over 4 tests 1" in heat.customdata[0][t]
+    assert "[-33.3, -33.3]" in heat.customdata[0][t] and "on 60 problems (2 templates)" in heat.customdata[0][t]
+    kinds = verdict.by_category(table)
+    strong = kinds.assign(holm_p=np.where(kinds["rule"].eq("typical") & kinds["category"].eq("x"), 0.01, 1.0))
+    assert problem_kinds_heatmap(strong, greedy_=True).data[0].text[0][t] == "-33*"  # as if it survived Holm
+    assert "one kind" in problem_kinds_heatmap(pd.DataFrame(), greedy_=True).layout.annotations[0].text
 
 
 def test_headline_takes_the_largest_tau_shown_non_inferior_and_reads_pass_at_dropmatchs_taus(table):

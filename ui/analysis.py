@@ -81,11 +81,14 @@ RECORDED_LABELS = {
 CALIBRATION = ROOT / "assets/calibration"  # one JSON per suite, from python -m dropmatch calibrate --json
 PROBE = ROOT / "assets/probe/size.json"  # python -m dropmatch probe --json: path agreement against model size
 VERDICT_PARTS = ("verdict", "score_curves", "kinds", "power")  # its tables, curves, where relaxation happens, power
+VERDICT_PLOTS = ("score_curves", "kinds", "by_kind")  # by_kind: each setting's change by problem kind
 PLAN_INPUTS = ("source", "loss", "psi", "samples", "rho", "at")  # the planner's: the sweep shown and what is typed
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
 # "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
-SWEEP_WIRING = ("note", "compare", *FIGURES, "matched", "measure", *VERDICT_PARTS, "summary", "files", "source")
+# A part added once the endpoints were in use goes last ("by_kind"), so a client reading them by position still can.
+SWEEP_WIRING = ("note", "compare", *FIGURES, "matched", "measure", *VERDICT_PARTS, "summary", "files", "by_kind")
+SWEEP_WIRING += ("source",)
 SWEEP_OUTPUTS = tuple(name for name in SWEEP_WIRING if name != "source")
 LIVE_WIRING, LIVE_OUTPUTS = (*SWEEP_WIRING, "suite"), (*SWEEP_OUTPUTS, "suite")
 PLOT_ROWS = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")
@@ -175,6 +178,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
         },
         "verdict": c.verdict,
         "score_curves": c.curves,
+        "by_kind": c.by_kind,
         "kinds": kinds_heatmap(c.kinds) if len(c.kinds) else None,
         "power": c.power,
         "summary": table_html(c.summary.drop(columns=["suite"])) if len(c.summary) else "",
@@ -184,7 +188,7 @@ def content(df: pd.DataFrame, measure: str | None = None) -> dict:
 def sweep_views(a: Parts, c: dict, note: str, files: list[str] | None, source: list[str]) -> dict:
     """Every SWEEP_WIRING part for one sweep's views (`content`; figures hidden where empty); `source` = [directory,
     suite]."""
-    plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in (*FIGURES, "score_curves", "kinds")}
+    plots = {name: gr.Plot(value=c[name], visible=c[name] is not None) for name in (*FIGURES, *VERDICT_PLOTS)}
     return updates(
         a,
         {
@@ -406,13 +410,14 @@ def _tradeoff_parts(first: dict) -> dict:
 
 
 def _verdict_parts(first: dict) -> dict:
-    """The verdict: the headline and the paired tables, pass@1 against tau per rule, where relaxation happens."""
+    """The verdict: the headline and the paired tables, pass@1 against tau per rule, where relaxation happens, and
+    (where the problems have kinds) each setting's change by problem kind."""
     a = {}
     gr.Markdown(
         "#### The verdict: is a relaxed acceptance worth it?\nEach rule's pass@1 against lossless problem by problem "
         "(paired bootstrap interval, exact McNemar p) and the largest τ at which it keeps pass@1 within the field's "
         "bar (2 of HumanEval's 164 problems of exact decoding); below, where each rule's relaxed acceptances fall by "
-        "token kind."
+        "token kind, and on the word problems each setting's change within each kind of problem."
     )
     a["verdict"] = gr.HTML(first["verdict"], visible=bool(first["verdict"]), elem_id="lab-verdict")
     with gr.Row():
@@ -420,6 +425,9 @@ def _verdict_parts(first: dict) -> dict:
             a[name] = gr.Plot(
                 first[name], visible=first[name] is not None, show_label=False, min_width=340, elem_id=f"lab-{name}"
             )
+    a["by_kind"] = gr.Plot(
+        first["by_kind"], visible=first["by_kind"] is not None, show_label=False, elem_id="lab-by_kind"
+    )
     with gr.Accordion("How many problems would settle it? The power planner", open=False, elem_id="lab-power-box"):
         gr.Markdown(
             "A paired test can only see a loss larger than the problems' discordance allows. For the sweep shown: "

@@ -147,13 +147,15 @@ def verdict_tables(
     note: str,
     anchors: list[dict] | None = None,
     table: pd.DataFrame | None = None,
+    kinds: pd.DataFrame | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """The verdict's tables as the app and the report show them (in plain words, each header's title its column's
     name and definition) and the rows
     they judge (the whole settings); ("", empty) where nothing is scored beside lossless. In view: the note (`note`,
     with the bar in {bar}), the headline and DropMatch at the calibration's anchors; folded on a phone: every setting
     against lossless and rule against rule at DropMatch's taus. `about`: a column's definition; `table`: the whole
-    settings' `against_lossless`, where the caller has it already (it resamples every setting: seconds)."""
+    settings' `against_lossless` and `kinds` their `by_category`, where the caller has them already (each resamples
+    every setting: seconds)."""
     whole, partial = complete(part)
     table = against_lossless(whole) if table is None else table
     if table.empty:
@@ -171,7 +173,7 @@ def verdict_tables(
     out.append(
         _fold(f"Every setting against lossless ({len(table)} settings)", _table(shown_rules(table, at_t0), about))
     )
-    kinds = by_category(whole)
+    kinds = by_category(whole) if kinds is None else kinds
     if len(kinds):
         out.append(_fold(f"By problem kind ({kinds['category'].nunique()} kinds)", _by_kind(kinds, at_t0, about)))
     for column in [c for c in head.columns if c.startswith("tau_at_p")]:
@@ -338,4 +340,64 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
     )
     return style(fig, title, max(HEIGHT, 90 + 28 * len(rows))).update_layout(
         yaxis={"autorange": "reversed"}, xaxis_title="token kind", meta={"rows": rows, "kinds": names}
+    )
+
+
+def problem_kinds_heatmap(kinds: pd.DataFrame, greedy_: bool) -> go.Figure:
+    """Problem kinds x settings: each setting's pass@1 change against lossless within each kind, in points (losses
+    red, gains blue, on one scale centred at zero), a star where the change survives Holm's correction over the whole
+    table; hover: both pass@1s, the paired interval, lost and gained, the exact p and its Holm value
+    (`dropmatch.tables.verdict.by_category`, the table it draws). Kinds run down and settings across (their names
+    upright), so that nine kinds and half a dozen settings read on a phone."""
+    title = "pass@1 change against lossless by problem kind<br><sup>points; * survives Holm over the table</sup>"
+    if kinds.empty:
+        return message_figure("the problems fall in one kind here (the word problems have nine)", title, HEIGHT)
+    kinds = shown_rules(kinds, greedy_)
+    kinds = kinds.assign(row=[f"{r} {k:g}" if pd.notna(k) else r for r, k in zip(kinds["rule"], kinds["knob"])])
+    settings, names = list(dict.fromkeys(kinds["row"])), sorted(kinds["category"].unique())
+    cells = kinds.set_index(["row", "category"])
+    tests = len(kinds)
+
+    def at(setting: str, kind: str, column: str) -> float:
+        return cells[column].get((setting, kind), float("nan"))
+
+    def hover(setting: str, kind: str) -> str:
+        if (setting, kind) not in cells.index:
+            return f"<b>{setting}</b> on {kind}: not run"
+        c = cells.loc[(setting, kind)]
+        return (
+            f"<b>{setting}</b> on {kind}: pass@1 {c['score']:.1%} against lossless's {c['score_lossless']:.1%} "
+            f"on {c['problems']:.0f} problems ({c['clusters']:.0f} templates)"
+            f"<br>change {c['score_diff'] * 100:+.1f} points, 95% paired bootstrap over templates "
+            f"[{c['diff_low'] * 100:+.1f}, {c['diff_high'] * 100:+.1f}]"
+            f"<br>{c['lost']:.0f} lost, {c['gained']:.0f} gained; exact p {c['mcnemar_p']:.2g} (templates kept "
+            f"together), Holm over {tests} tests {c['holm_p']:.2g}"
+        )
+
+    z = [[at(s, k, "score_diff") * 100 for s in settings] for k in names]
+    star = [[bool(at(s, k, "holm_p") < 0.05) for s in settings] for k in names]
+    span = max(5.0, max((abs(v) for row in z for v in row if v == v), default=5.0))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=settings,
+            y=names,
+            text=[[f"{v:+.0f}" + "*" * s if v == v else "" for v, s in zip(zrow, srow)] for zrow, srow in zip(z, star)],
+            texttemplate="%{text}",
+            customdata=[[hover(s, k) for s in settings] for k in names],
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-span,
+            zmax=span,
+            showscale=False,  # every cell says its number: the colours only group them
+            xgap=1,
+            ygap=1,
+        )
+    )
+    return style(fig, title, 280 + 34 * len(names)).update_layout(
+        yaxis={"autorange": "reversed", "automargin": True},
+        xaxis={"automargin": True, "tickangle": -90, "tickfont": {"size": 11}},  # upright: no room across a phone
+        margin={"t": 72, "r": 12},
+        meta={"settings": settings, "kinds": names},
     )

@@ -15,9 +15,9 @@ from dropmatch.lab.relaxations import kinds_table
 from dropmatch.tables.power import parse_share
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import greedy, judged, scored_against_lossless
+from dropmatch.tables.verdict import by_category, greedy, judged, scored_against_lossless
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
-from viz.verdict import power_tables, score_curves, verdict_tables
+from viz.verdict import power_tables, problem_kinds_heatmap, score_curves, verdict_tables
 
 DEFAULT_LOSS = "2/164"  # the field's bar, as the loss a verdict's planner asks about first
 
@@ -33,6 +33,7 @@ class Composition:
     compare: pd.DataFrame  # the paper's claims beside this suite's
     verdict: str  # the verdict's tables, in plain words ("" where nothing is scored beside lossless)
     curves: go.Figure | None  # pass@1 against tau, one curve per rule
+    by_kind: go.Figure | None  # each setting against lossless within each problem kind (None: one kind)
     kinds: pd.DataFrame  # where each setting's relaxations fall by token kind
     power: str  # the power planner at the bar
     summary: pd.DataFrame  # every setting, medians over prompts
@@ -56,7 +57,8 @@ def compose(
     figures = {name: FIGURES[name](rows) if name in shown else None for name in FIGURES}
     figures["tradeoff"] = tradeoff(rows, measure) if measure else None
     scored, table = scored_against_lossless(rows)  # once: the verdict and the planner read it
-    verdict, whole = verdict_tables(df, about, note, anchors, table) if scored else ("", None)
+    by_kind = by_category(rows) if scored else pd.DataFrame()  # once: the verdict's table and its heatmap
+    verdict, whole = verdict_tables(df, about, note, anchors, table, by_kind) if scored else ("", None)
     return Composition(
         full=df,
         judged=rows,
@@ -67,6 +69,7 @@ def compose(
         compare=paper_comparison(rows) if len(rows) else pd.DataFrame(),
         verdict=verdict,
         curves=score_curves(whole) if verdict else None,
+        by_kind=problem_kinds_heatmap(by_kind, greedy(rows)) if verdict and len(by_kind) else None,
         kinds=kinds_table(rows) if len(rows) else pd.DataFrame(),
         power=power_tables(table, greedy(rows), about, parse_share(DEFAULT_LOSS)) if scored else "",
         summary=summary(df) if len(df) else pd.DataFrame(),

@@ -344,6 +344,8 @@ def _suite_section(suite: str, part: pd.DataFrame, inline_js: bool) -> str:
             parts.append(_figure_html(fig, f"{suite}-tradeoff-{measure}", first and i == 0))
     if c.verdict:
         parts.append(f"<h3>The verdict</h3>{_figure_html(c.curves, f'{suite}-score-curves', first)}{c.verdict}")
+        if c.by_kind is not None:
+            parts.append(_figure_html(c.by_kind, f"{suite}-by-kind", False))
     if len(c.kinds):
         parts.append("<h3>Where relaxation happens</h3>" + table_html(c.kinds.drop(columns=["suite"])))
         parts.append(_figure_html(kinds_heatmap(c.kinds), f"{suite}-kinds", first))

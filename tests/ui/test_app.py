@@ -252,7 +252,8 @@ def test_recorded_sweep_opens_without_a_model(client, sweep_parts):
         "power",
         "summary",
         "files",
-    )  # the order clients rely on
+        "by_kind",
+    )  # the order clients rely on (a later part goes last)
     out = named(client.predict("sweep/humaneval", api_name="/open_sweep"), analysis.SWEEP_OUTPUTS)
     cells = load_sweep(analysis.RECORDED["sweep"]).query("suite == 'humaneval'")
     assert f"{cells['prompt_id'].nunique()} prompts" in out["note"] and "no model needed" in out["note"]
@@ -427,6 +428,7 @@ def test_the_recorded_verdict_shows_its_tables_curves_kinds_and_anchors():
     assert "diff_low" in c["verdict"] and "a_only" in c["verdict"]
     assert "DropMatch at the calibration's anchors" in c["verdict"]  # assets/calibration/humaneval.json
     assert c["score_curves"] is not None and c["kinds"] is not None
+    assert c["by_kind"] is None  # HumanEval's problems are of one kind
 
 
 def test_the_sampled_verdict_pairs_each_problem_and_seed():

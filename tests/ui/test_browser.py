@@ -465,7 +465,8 @@ def test_the_verdict_reads_on_a_phone(phone):
 
 def test_the_word_problems_verdict_by_kind_reads_on_a_phone(phone):
     """The word problems' verdict adds every setting within each kind of problem: folded on a phone with the rest of
-    the verdict's long tables, opened by a tap, its wide table scrolling inside its own box."""
+    the verdict's long tables, opened by a tap, its wide table scrolling inside its own box; and drawn as a heatmap
+    that fits the phone's width with every cell's number."""
     phone.get_by_role("tab", name="Analysis").click()
     phone.locator("#lab-suite label", has_text="word-problems").click()
     phone.wait_for_function("document.querySelector('#lab-note').innerText.includes('word-problems')", **POLL)
@@ -477,6 +478,12 @@ def test_the_word_problems_verdict_by_kind_reads_on_a_phone(phone):
     no_sideways_scroll(phone)
     table = fold.locator(".scroll").first
     assert table.evaluate("e => e.scrollWidth > e.clientWidth && getComputedStyle(e).overflowX === 'auto'")
+    plot_rendered(phone, "#lab-by_kind", "by problem kind")  # the same table drawn: kinds down, settings across
+    plot = phone.locator("#lab-by_kind .js-plotly-plot").bounding_box()
+    assert plot["x"] >= 0 and plot["x"] + plot["width"] <= 390, "the heatmap fits a phone's width"
+    cells = phone.locator("#lab-by_kind .heatmaplayer text").count()
+    assert cells >= 9 * 6 - 9, "every kind x setting cell says its number"  # nine kinds, six settings or more
+    no_sideways_scroll(phone)
     phone.screenshot(path=str(ARTIFACTS / "analysis_word_problems_phone.png"), full_page=True)
 
 
