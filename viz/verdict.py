@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import textwrap
 from collections.abc import Callable
 
 import pandas as pd
@@ -327,7 +328,7 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
         go.Heatmap(
             z=share,
             x=[LABELS.get(k, k) for k in names],
-            y=rows,
+            y=["<br>".join(textwrap.wrap(row, 22)) for row in rows],  # two short lines on a phone
             text=[[f"{s:.0%}" for s in srow] for srow in share],
             texttemplate="%{text}",
             customdata=hover,
@@ -335,11 +336,16 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
             colorscale="Purples",
             zmin=0,
             zmax=1,
-            colorbar={"title": "share", "tickformat": ".0%"},
+            showscale=False,  # every cell says its share: the colours only group them
+            xgap=1,
+            ygap=1,
         )
     )
-    return style(fig, title, max(HEIGHT, 90 + 28 * len(rows))).update_layout(
-        yaxis={"autorange": "reversed"}, xaxis_title="token kind", meta={"rows": rows, "kinds": names}
+    return style(fig, title, 260 + 34 * len(rows)).update_layout(
+        yaxis={"autorange": "reversed", "automargin": True},
+        xaxis={"automargin": True, "tickangle": -90},  # upright: a phone leaves no room across
+        margin={"r": 12},
+        meta={"rows": rows, "kinds": names},
     )
 
 

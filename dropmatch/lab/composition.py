@@ -15,7 +15,7 @@ from dropmatch.lab.relaxations import kinds_table
 from dropmatch.tables.power import parse_share
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table
-from dropmatch.tables.verdict import by_category, greedy, judged, scored_against_lossless
+from dropmatch.tables.verdict import by_category, greedy, judged, scored_against_lossless, shown_rules
 from viz.sweep import FIGURES, relevant, tradeoff, tradeoff_measures
 from viz.verdict import power_tables, problem_kinds_heatmap, score_curves, verdict_tables
 
@@ -34,7 +34,7 @@ class Composition:
     verdict: str  # the verdict's tables, in plain words ("" where nothing is scored beside lossless)
     curves: go.Figure | None  # pass@1 against tau, one curve per rule
     by_kind: go.Figure | None  # each setting against lossless within each problem kind (None: one kind)
-    kinds: pd.DataFrame  # where each setting's relaxations fall by token kind
+    kinds: pd.DataFrame  # where each setting's relaxations fall by token kind (rules as shown)
     power: str  # the power planner at the bar
     summary: pd.DataFrame  # every setting, medians over prompts
 
@@ -70,7 +70,7 @@ def compose(
         verdict=verdict,
         curves=score_curves(whole) if verdict else None,
         by_kind=problem_kinds_heatmap(by_kind, greedy(rows)) if verdict and len(by_kind) else None,
-        kinds=kinds_table(rows) if len(rows) else pd.DataFrame(),
+        kinds=shown_rules(kinds_table(rows), greedy(rows)) if len(rows) else pd.DataFrame(),
         power=power_tables(table, greedy(rows), about, parse_share(DEFAULT_LOSS)) if scored else "",
         summary=summary(df) if len(df) else pd.DataFrame(),
     )

@@ -429,6 +429,8 @@ def test_the_recorded_verdict_shows_its_tables_curves_kinds_and_anchors():
     assert "DropMatch at the calibration's anchors" in c["verdict"]  # assets/calibration/humaneval.json
     assert c["score_curves"] is not None and c["kinds"] is not None
     assert c["by_kind"] is None  # HumanEval's problems are of one kind
+    rows = c["kinds"].layout.meta["rows"]  # at T = 0 a rule read for greedy decoding says so here too
+    assert "typical (greedy reading) 0.3" in rows and not any(r.startswith("typical 0") for r in rows)
 
 
 def test_the_sampled_verdict_pairs_each_problem_and_seed():
