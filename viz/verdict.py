@@ -355,7 +355,7 @@ def problem_kinds_heatmap(kinds: pd.DataFrame, greedy_: bool) -> go.Figure:
     table; hover: both pass@1s, the paired interval, lost and gained, the exact p and its Holm value
     (`dropmatch.tables.verdict.by_category`, the table it draws). Kinds run down and settings across (their names
     upright), so that nine kinds and half a dozen settings read on a phone."""
-    title = "pass@1 change against lossless by problem kind<br><sup>points; * survives Holm over the table</sup>"
+    title = "pass@1 change by problem kind<br><sup>points against lossless; * survives Holm over the table</sup>"
     if kinds.empty:
         return message_figure("the problems fall in one kind here (the word problems have nine)", title, HEIGHT)
     kinds = shown_rules(kinds, greedy_)
