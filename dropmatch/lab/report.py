@@ -270,7 +270,9 @@ def _sittings(sittings: dict) -> str:
     return f"{len(sittings)}: " + ", ".join(f"{cpu} ({n})" for cpu, n in cpus.items())
 
 
-def _definitions() -> str:
+def _definitions(df: pd.DataFrame) -> str:
+    """The glossary of the report's columns; the round columns only where the sweep kept the per-token reasons they
+    are counted from (older sweeps did not, and their tables have no such columns)."""
     names = [
         "tau",
         "acceptance_rate",
@@ -289,6 +291,8 @@ def _definitions() -> str:
         "follow_on",
         "family",
     ]
+    if "reasons" not in df or not df["reasons"].map(lambda r: isinstance(r, str)).any():
+        names = [k for k in names if k not in ("disagreement", "follow_on")]
     return "<ul>" + "".join(f"<li><b>{k}</b>: {html.escape(COLUMN_DEFINITIONS[k])}</li>" for k in names) + "</ul>"
 
 
@@ -365,7 +369,7 @@ def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep repor
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         "<h2>Settings</h2>" + table_html(_settings(manifest)),
-        "<h2>Definitions</h2>" + _definitions(),
+        "<h2>Definitions</h2>" + _definitions(df),
         f"<h2>Comparison with the paper</h2><p class=note>{NOTE}</p>" + table_html(paper_comparison(df)),
     ]
     parts += [_suite_section(suite, part, i == 0) for i, (suite, part) in enumerate(df.groupby("suite"))]

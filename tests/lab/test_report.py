@@ -163,6 +163,9 @@ def test_report_is_one_self_contained_html_file(table, tmp_path):
     assert "The verdict" in text and "Where relaxation happens" not in text
     assert "Comparison with the paper" in text and "about +10%" in text
     assert render(table, {}).count("<h2>Suite:") == 2
+    assert "<b>disagreement</b>" not in text  # no reasons kept: no round columns, so none defined
+    kept = render(table.assign(reasons="exact exact correction"), {})  # every cell kept its reasons
+    assert "<b>disagreement</b>" in kept and "<b>follow_on</b>" in kept
 
 
 def test_rewriting_the_outputs_of_a_sweep_changes_no_file(tmp_path):
