@@ -105,7 +105,7 @@ def _lost_by_first_divergence(setting: pd.DataFrame, base: pd.DataFrame, found: 
 
 
 def kinds_table(df: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per setting (suite, rule, knob): relaxed acceptances, the share and the mean cost (nats, a proxy) of each
+    """Per setting (suite, rule, knob, in that order): relaxed acceptances, the share and the mean cost (nats, a proxy) of each
     token kind, and for a scored suite the problems lost against lossless, and how many of them part from lossless
     first at a relaxed token of each kind, at a tie, or where no rule relaxed ("lost at <class>")."""
     found = relaxations(df) if found is None else found
@@ -115,7 +115,7 @@ def kinds_table(df: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataF
     rows = rows.assign(rule=rows.apply(rule_name, axis=1), knob=rows.apply(knob_of, axis=1))
     kinds = [k for k in KINDS if (found["kind"] == k).any()] or list(CODE_KINDS)
     out = []
-    for (suite, rule, knob), part in found.groupby(["suite", "rule", "knob"], sort=False):
+    for (suite, rule, knob), part in found.groupby(["suite", "rule", "knob"]):  # each rule's knobs in a run
         row = {"suite": suite, "rule": rule, "knob": knob, "relaxed": len(part)}
         for kind in kinds:
             of_kind = part[part["kind"] == kind]

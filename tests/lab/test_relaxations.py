@@ -91,7 +91,7 @@ def test_kinds_heatmap_rows_are_settings_and_sum_to_one(table):
     from viz.verdict import kinds_heatmap
 
     fig = kinds_heatmap(kinds_table(table))
-    assert fig.layout.meta["rows"] == ["typical 0.3", "top-k 2"]
+    assert fig.layout.meta["rows"] == ["top-k 2", "typical 0.3"]  # by rule, then knob
     assert [sum(row) for row in fig.data[0].z] == pytest.approx([1.0, 1.0])
     assert "no relaxed acceptance" in kinds_heatmap(pd.DataFrame()).layout.annotations[0].text
 
