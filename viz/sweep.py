@@ -18,6 +18,7 @@ from dropmatch.config import FACTORS, SETTING_COLUMNS
 from dropmatch.criteria import CRITERION_KNOBS
 from dropmatch.metrics import pooled_tau
 from dropmatch.tables.tradeoff import MEASURES, base_rule, centre, gated, held, pareto_front, setting_points
+from dropmatch.tables.verdict import greedy, shown_rule
 from viz.theme import METHOD_COLORS, RULE_COLORS, message_figure, style
 
 HEIGHT = 420
@@ -248,18 +249,18 @@ def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
     relative over its knob, lossless a point); rings mark the Pareto front (no other point is both faster
     and better on the measure)."""
     about = MEASURES[measure]
-    title = f"Speed vs {about.label}, one curve per rule"
+    title = f"Speed vs {about.label}<br><sup>one curve per rule along its knob; ringed: the Pareto front</sup>"
     pts = setting_points(df).dropna(subset=[measure, "tau"])
     if pts.empty:
         return _empty(title, f"no setting of this sweep has {about.label}")
     pts = pts.assign(front=pareto_front(pts, measure))
-    fig = go.Figure()
+    fig, at_t0 = go.Figure(), greedy(df)
     for rule, curve in pts.groupby("rule", sort=False):
-        curve = curve.sort_values("knob")
+        curve, shown = curve.sort_values("knob"), shown_rule(rule, at_t0)
         name = curve["knob_name"].iloc[0]
         text = [f"{k:g}" if pd.notna(k) else "" for k in curve["knob"]]
         hover = [
-            f"<b>{rule}</b>" + (f" · {name} = {k:g}" if pd.notna(k) else "") + f"<br>tau {t:.2f} · {about.label} "
+            f"<b>{shown}</b>" + (f" · {name} = {k:g}" if pd.notna(k) else "") + f"<br>tau {t:.2f} · {about.label} "
             f"{v:.3g}<br>{n:.0f} prompts" + ("<br><b>on the Pareto front</b>" if f else "")
             for k, t, v, n, f in zip(curve["knob"], curve["tau"], curve[measure], curve["prompts"], curve["front"])
         ]
@@ -268,7 +269,7 @@ def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
             x=curve["tau"],
             y=curve[measure],
             mode="lines+markers+text",
-            name=rule,
+            name=shown,
             text=text,
             textposition="top center",
             customdata=hover,
@@ -289,10 +290,12 @@ def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
         marker={"size": 14, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": "#111827"}},
     )
     direction = {"higher": "higher is better", "lower": "lower is better", "one": "1 = as long as lossless"}
-    return style(fig, title, HEIGHT + 60).update_layout(
+    # a phone fits one legend entry a line under the plot: the figure grows with them, the plot keeps its height
+    return style(fig, title, max(HEIGHT + 60, 380 + 20 * len(fig.data))).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title=f"{about.label} ({direction[about.better]})",
         legend={"orientation": "h", "y": -0.2, "x": 0},
+        margin={"t": 72},
         meta={"measure": measure, "front": pts["front"].tolist()},
     )
 

@@ -28,6 +28,7 @@ from dropmatch.tables.verdict import (
     headline,
     problems_note,
     rule_pairs,
+    shown_rule,
     shown_rules,
     unmatched_rules,
     within_bar_band,
@@ -200,7 +201,8 @@ def verdict_tables(
 def score_curves(df: pd.DataFrame) -> go.Figure:
     """pass@1 against pooled tau per setting, one curve per rule along its knob, lossless a point; the shaded band
     is the field's bar (pass@1 within 2 of 164 problems of lossless). Hover: the paired test against lossless."""
-    title = "pass@1 vs mean acceptance length, one curve per rule"
+    title = "pass@1 vs mean acceptance length<br><sup>one curve per rule along its knob; shaded: within 2/164 of "
+    title += "lossless</sup>"
     points = setting_points(df.dropna(subset=["score"]))
     if points.empty or not (points["method"] == "lossless").any():
         return message_figure("this sweep has no task score beside a lossless run (HumanEval has one)", title, HEIGHT)
@@ -221,11 +223,12 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
         marker={"symbol": "square", "size": 14, "color": METHOD_COLORS["lossless"], "opacity": 0.3},
         name=f"lossless's pass@1, {problems_note(round(lossless['prompts'] / seeds))}",
     )
+    at_t0 = greedy(df)
     for rule, curve in points.groupby("rule", sort=False):
-        curve = curve.sort_values("knob")
+        curve, shown = curve.sort_values("knob"), shown_rule(rule, at_t0)
         hover = []
         for _, p in curve.iterrows():
-            text = f"<b>{rule}</b>" + (f" · {p['knob_name']} = {p['knob']:g}" if pd.notna(p["knob"]) else "")
+            text = f"<b>{shown}</b>" + (f" · {p['knob_name']} = {p['knob']:g}" if pd.notna(p["knob"]) else "")
             text += f"<br>tau {p['tau']:.2f} · pass@1 {p['score']:.1%} of {ran(p['prompts'])}"
             key = (rule, p["knob"])
             if key in tests.index:
@@ -243,7 +246,7 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
             x=curve["tau"],
             y=curve["score"],
             mode="lines+markers+text",
-            name=rule,
+            name=shown,
             text=[f"{k:g}" if pd.notna(k) else "" for k in curve["knob"]],
             textposition="top center",
             textfont={"color": color, "size": 10},
@@ -252,11 +255,13 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
             line={"color": color, "width": 2},
             marker={"size": 12 if rule == "lossless" else 9, "color": color},
         )
-    return style(fig, title, HEIGHT).update_layout(
+    # a phone fits one legend entry a line under the plot: the figure grows with them, the plot keeps its height
+    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data))).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title="pass@1",
         yaxis_tickformat=".1%",
         legend={"orientation": "h", "y": -0.2, "x": 0},
+        margin={"t": 72},
         meta={"band": [low, high]},
     )
 
@@ -297,7 +302,7 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
     """Rules x token kinds: the share of each setting's relaxed acceptances in each kind (a row sums to 1), the
     mean cost of that kind's relaxations on hover, and where the table has them, the problems lost that part from
     lossless first at that kind (`dropmatch.lab.relaxations.kinds_table`)."""
-    title = "Where each rule relaxes: its relaxed acceptances by token kind"
+    title = "Where each rule relaxes<br><sup>the share of its relaxed acceptances of each token kind</sup>"
     if kinds.empty:
         return message_figure("no relaxed acceptance recorded here (older sweeps did not keep them)", title, HEIGHT)
     names = [c.removeprefix("share ") for c in kinds.columns if c.startswith("share ")]
@@ -344,7 +349,7 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
     return style(fig, title, 260 + 34 * len(rows)).update_layout(
         yaxis={"autorange": "reversed", "automargin": True},
         xaxis={"automargin": True, "tickangle": -90},  # upright: a phone leaves no room across
-        margin={"r": 12},
+        margin={"t": 72, "r": 12},
         meta={"rows": rows, "kinds": names},
     )
 

@@ -105,9 +105,9 @@ def _lost_by_first_divergence(setting: pd.DataFrame, base: pd.DataFrame, found: 
 
 
 def kinds_table(df: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per setting (suite, rule, knob, in that order): relaxed acceptances, the share and the mean cost (nats, a proxy) of each
-    token kind, and for a scored suite the problems lost against lossless, and how many of them part from lossless
-    first at a relaxed token of each kind, at a tie, or where no rule relaxed ("lost at <class>")."""
+    """Per setting (suite, rule, knob, in that order): relaxed acceptances, the share and the mean cost (nats, a
+    proxy) of each token kind, and for a scored suite the problems lost against lossless, and how many of them part
+    from lossless first at a relaxed token of each kind, at a tie, or where no rule relaxed ("lost at <class>")."""
     found = relaxations(df) if found is None else found
     if found.empty:
         return pd.DataFrame()

@@ -474,18 +474,19 @@ def greedy(df: pd.DataFrame) -> bool:
     return "temperature" not in df or bool((df["temperature"].fillna(0) == 0).all())
 
 
+def shown_rule(rule: str, greedy_: bool) -> str:
+    """A rule's name as it is shown: one whose T = 0 behaviour is this project's reading of its source (EARS, typical
+    acceptance, MARS, lenience) named "(greedy reading)" where it decoded greedily (`Rule.shown_name`)."""
+    base = base_rule(rule)
+    return rule.replace(base, RULES[base].shown_name(greedy_), 1) if base in RULES else rule
+
+
 def shown_rules(table: pd.DataFrame, greedy_: bool) -> pd.DataFrame:
-    """A table as it is shown: each rule whose T = 0 behaviour is this project's reading of its source (EARS, typical
-    acceptance, MARS, lenience) named "(greedy reading)" in a greedy table (`Rule.shown_name`)."""
+    """A table as it is shown: its rules' names as `shown_rule` gives them."""
     out = table.copy()
-
-    def shown(rule: str) -> str:
-        base = base_rule(rule)
-        return rule.replace(base, RULES[base].shown_name(greedy_), 1) if base in RULES else rule
-
     for column in ("rule", "rule_a", "rule_b"):
         if column in out:
-            out[column] = [shown(r) for r in out[column]]
+            out[column] = [shown_rule(r, greedy_) for r in out[column]]
     return out
 
 
