@@ -41,5 +41,5 @@ def test_dims_figure_says_how_many_positions_it_read(cal):
     assert len(fig.data[0].x) == len(cal["dims"]["dim"])
     assert f"the first {cal['dims_positions']} positions" in fig.layout.yaxis.title.text
     moving = sum(f > 0 for f in cal["dims"]["flip_rate"])
-    assert f"{moving} of {len(cal['dims']['dim'])} move it" in fig.layout.title.text
+    assert f"{moving} of {len(cal['dims']['dim'])} move the argmax" in fig.layout.title.text
     assert "no per-dimension view" in dims_figure({}).layout.annotations[0].text

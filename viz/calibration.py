@@ -29,7 +29,7 @@ def unanimity_curve(cal: dict) -> go.Figure:
     """Unanimity (both counts) and each rule's relax rate per p_drop, log x axis, with the target unanimity and
     each anchor's p_drop marked (files before anchors were recorded: the chosen p_drop)."""
     curve = sorted(cal.get("curve") or [], key=lambda r: r["p_drop"])
-    title = f"Path unanimity vs p_drop · {cal.get('suite', '?')}, K {cal.get('K', '?')}"
+    title = f"Path unanimity vs p_drop<br><sup>{cal.get('suite', '?')}, K {cal.get('K', '?')}</sup>"
     rows = [r for r in curve if r["p_drop"] > 0]
     if not rows:
         return message_figure("no calibration curve recorded", title, HEIGHT)
@@ -95,13 +95,14 @@ def unanimity_curve(cal: dict) -> go.Figure:
     fig.update_xaxes(type="log", title_text="p_drop (log scale)")
     fig.update_yaxes(title_text="share of positions", range=[0, 1.02])
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
-    return style(fig, title, HEIGHT + 40)
+    # a phone fits one legend entry a line under the plot: the figure grows with them, the plot keeps its height
+    return style(fig, title, max(HEIGHT + 40, 380 + 20 * len(fig.data))).update_layout(margin={"t": 72})
 
 
 def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
     """Each hidden dimension: its mean |h| against how often zeroing it alone moves the argmax."""
     dims = cal.get("dims") or {}
-    title = "Which hidden dimensions split the paths: zeroing one unit alone"
+    title = "Which hidden dimensions split the paths"
     if not dims.get("dim"):
         return message_figure("no per-dimension view recorded", title, HEIGHT)
     flip, size, ids = dims["flip_rate"], dims["mean_abs_h"], dims["dim"]
@@ -116,6 +117,7 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
             hovertemplate="dim %{customdata}<br>mean |h| %{x:.2f}<br>moves the argmax at %{y:.1%} of "
             "positions<extra></extra>",
             name="dimension",
+            showlegend=False,
         )
     )
     top = sorted(range(len(ids)), key=lambda i: -flip[i])[:label_top]
@@ -131,9 +133,10 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
     fig.update_xaxes(type="log", title_text="mean |h| of the dimension (log scale)")
     n = cal.get("dims_positions")
     fig.update_yaxes(
-        title_text=f"share of {f'the first {n} ' if n else ''}positions whose argmax moves", rangemode="tozero"
+        title_text=f"argmax moves (share of {f'the first {n} ' if n else ''}positions)", rangemode="tozero"
     )
-    return style(fig, f"{title} · {moving} of {len(ids)} move it somewhere", HEIGHT)
+    said = f"{title}<br><sup>zeroing one alone: {moving} of {len(ids)} move the argmax</sup>"
+    return style(fig, said, HEIGHT).update_layout(margin={"t": 72})
 
 
 SIZE_COLORS = {0.1: "#a78bfa", 0.3: "#7c3aed"}
@@ -155,7 +158,7 @@ def size_figure(record: dict) -> go.Figure:
     p_drop, and the paper's 70B point (`python -m dropmatch probe --json`). The fit's prediction at 70B is drawn only
     where its 95% interval says something (`_says_something`); with four small models of two families it does not."""
     models = sorted(record.get("models") or [], key=lambda m: m["params"])
-    title = f"Path unanimity vs model size · K {record.get('K', '?')}, teacher-forced HumanEval solutions"
+    title = f"Path unanimity vs model size<br><sup>K {record.get('K', '?')}, teacher-forced HumanEval solutions</sup>"
     if not models:
         return message_figure("no model probed", title, HEIGHT)
     paper = record.get("paper") or {}
@@ -221,4 +224,5 @@ def size_figure(record: dict) -> go.Figure:
         xaxis={"type": "log", "title": "parameters (log scale)"},
         yaxis={"title": "unanimity (all K votes on one token)", "tickformat": ".0%", "range": [0, 1.05]},
         legend={"orientation": "h", "y": -0.25, "x": 0},
+        margin={"t": 72},
     )

@@ -83,7 +83,7 @@ def _lossless_tau(df: pd.DataFrame, gamma) -> float | None:
 
 def tau_vs_p_drop(df: pd.DataFrame) -> go.Figure:
     """Median tau against p_drop, one line per K, with the lossless tau as a dashed line."""
-    title = "Mean acceptance length tau vs p_drop, per K"
+    title = "Mean acceptance length tau vs p_drop<br><sup>one line per K; dashed: lossless</sup>"
     dm = held(df, "p_drop", "K")
     if dm.empty:
         return _empty(title, "no DropMatch rows in this sweep")
@@ -94,7 +94,7 @@ def tau_vs_p_drop(df: pd.DataFrame) -> go.Figure:
     if base is not None:
         fig.add_hline(y=base, annotation_text=f"lossless {base:.2f}", **LOSSLESS_LINE)
     return style(fig, title, HEIGHT).update_layout(
-        xaxis_title="p_drop", yaxis_title=f"tau (median over prompts), γ = {centre(df)['gamma']}"
+        xaxis_title="p_drop", yaxis_title=f"tau (median over prompts), γ = {centre(df)['gamma']}", margin={"t": 72}
     )
 
 
@@ -156,7 +156,7 @@ def speedup_vs_gamma(df: pd.DataFrame) -> go.Figure:
 
 def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     """Task score against pooled tau per setting: the paper's accuracy / acceptance trade-off."""
-    title = "Task score vs mean acceptance length (accuracy / acceptance trade-off)"
+    title = "Task score vs mean acceptance length<br><sup>the paper's accuracy / acceptance trade-off</sup>"
     scored = df.dropna(subset=["score"])
     if scored.empty:
         return _empty(title, "this sweep has no task score (HumanEval has one)")
@@ -178,8 +178,12 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     fig.update_traces(textposition="top center", marker_size=12)
     pad = max(0.1, 0.2 * (pts["tau"].max() - pts["tau"].min()))  # room for the labels
     fig.update_xaxes(range=[pts["tau"].min() - pad, pts["tau"].max() + pad])
-    return style(fig, title, HEIGHT).update_layout(
-        xaxis_title="tau (pooled: sum N / sum T)", yaxis_title="task score (pass@1)", yaxis_range=[0, 1.05]
+    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data))).update_layout(
+        xaxis_title="tau (pooled: sum N / sum T)",
+        yaxis_title="task score (pass@1)",
+        yaxis_range=[0, 1.05],
+        legend={"orientation": "h", "y": -0.2, "x": 0},  # under the plot: a phone keeps the plot's width
+        margin={"t": 72},
     )
 
 
@@ -210,7 +214,7 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
     """Per setting: pooled tau against the median share of tokens equal to lossless (same prompt and gamma).
 
     The suite's version of the accuracy / acceptance trade-off: up and right is faster and closer to lossless."""
-    title = "Faithfulness to lossless vs mean acceptance length, per setting"
+    title = "Faithfulness vs mean acceptance length<br><sup>per setting: its tokens equal to lossless's</sup>"
     rows = df.dropna(subset=["equal_share"])
     if rows.empty or not (rows["method"] == "dropmatch").any():
         return _empty(title, "no DropMatch rows with a lossless baseline")
@@ -233,10 +237,12 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
         hover_data={"first_divergence": ":.0f", "prompts": True, "varies": False},
     )
     fig.update_traces(marker_size=11)
-    return style(fig, title, HEIGHT).update_layout(
+    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data))).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title="tokens equal to lossless (median share)",
         yaxis_range=[-0.02, 1.05],
+        legend={"orientation": "h", "y": -0.2, "x": 0},  # under the plot: a phone keeps the plot's width
+        margin={"t": 72},
     )
 
 
