@@ -85,12 +85,11 @@ VERDICT_PLOTS = ("score_curves", "kinds", "by_kind")  # by_kind: each setting's 
 PLAN_INPUTS = ("source", "loss", "psi", "samples", "rho", "at")  # the planner's: the sweep shown and what is typed
 LIVE_INPUTS = ("live_suite", "prompts", "factor", "values", "max_new_tokens", "pair")
 # What /open_sweep updates, in order (one plot per FIGURES entry), and what a client receives (not the session's
-# "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice.
-# A part added once the endpoints were in use goes last ("by_kind"), so a client reading them by position still can.
-SWEEP_WIRING = ("note", "compare", *FIGURES, "matched", "measure", *VERDICT_PARTS, "summary", "files", "by_kind")
-SWEEP_WIRING += ("source",)
-SWEEP_OUTPUTS = tuple(name for name in SWEEP_WIRING if name != "source")
-LIVE_WIRING, LIVE_OUTPUTS = (*SWEEP_WIRING, "suite"), (*SWEEP_OUTPUTS, "suite")
+# "source": the sweep shown, for redrawing); /sweep also clears the recorded-sweep choice. A part added once the
+# endpoints were in use goes after all the others ("by_kind"), so a client reading them by position still can.
+SWEEP_PARTS = ("note", "compare", *FIGURES, "matched", "measure", *VERDICT_PARTS, "summary", "files")
+SWEEP_WIRING, SWEEP_OUTPUTS = (*SWEEP_PARTS, "by_kind", "source"), (*SWEEP_PARTS, "by_kind")
+LIVE_WIRING, LIVE_OUTPUTS = (*SWEEP_PARTS, "source", "suite", "by_kind"), (*SWEEP_PARTS, "suite", "by_kind")
 PLOT_ROWS = ("tau_vs_p_drop", "tau_vs_k"), ("speedup_vs_gamma", "category_bars"), ("score_vs_tau", "lossiness_vs_tau")
 
 
