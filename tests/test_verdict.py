@@ -256,6 +256,8 @@ def test_every_setting_is_judged_within_each_kind_of_problem_with_holm_over_the_
     kinds = verdict.by_category(table)
     strong = kinds.assign(holm_p=np.where(kinds["rule"].eq("typical") & kinds["category"].eq("x"), 0.01, 1.0))
     assert problem_kinds_heatmap(strong, greedy_=True).data[0].text[0][t] == "-33*"  # as if it survived Holm
+    flat = problem_kinds_heatmap(verdict.by_category(plain), greedy_=True).data[0].customdata  # no templates
+    assert all("(McNemar)" in h and "template" not in h for row in flat for h in row)
     assert "one kind" in problem_kinds_heatmap(pd.DataFrame(), greedy_=True).layout.annotations[0].text
 
 

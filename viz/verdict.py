@@ -376,13 +376,17 @@ def problem_kinds_heatmap(kinds: pd.DataFrame, greedy_: bool) -> go.Figure:
         if (setting, kind) not in cells.index:
             return f"<b>{setting}</b> on {kind}: not run"
         c = cells.loc[(setting, kind)]
+        clustered = c["clusters"] < c["problems"]  # problems of one template resampled and tested together
         return (
             f"<b>{setting}</b> on {kind}: pass@1 {c['score']:.1%} against lossless's {c['score_lossless']:.1%} "
-            f"on {c['problems']:.0f} problems ({c['clusters']:.0f} templates)"
-            f"<br>change {c['score_diff'] * 100:+.1f} points, 95% paired bootstrap over templates "
-            f"[{c['diff_low'] * 100:+.1f}, {c['diff_high'] * 100:+.1f}]"
-            f"<br>{c['lost']:.0f} lost, {c['gained']:.0f} gained; exact p {c['mcnemar_p']:.2g} (templates kept "
-            f"together), Holm over {tests} tests {c['holm_p']:.2g}"
+            f"on {c['problems']:.0f} problems"
+            + (f" ({c['clusters']:.0f} templates)" if clustered else "")
+            + f"<br>change {c['score_diff'] * 100:+.1f} points, 95% paired bootstrap"
+            + (" over templates" if clustered else "")
+            + f" [{c['diff_low'] * 100:+.1f}, {c['diff_high'] * 100:+.1f}]"
+            f"<br>{c['lost']:.0f} lost, {c['gained']:.0f} gained; exact p {c['mcnemar_p']:.2g}"
+            + (" (templates kept together)" if clustered else " (McNemar)")
+            + f", Holm over {tests} tests {c['holm_p']:.2g}"
         )
 
     z = [[at(s, k, "score_diff") * 100 for s in settings] for k in names]

@@ -58,6 +58,7 @@ def compose(
     figures["tradeoff"] = tradeoff(rows, measure) if measure else None
     scored, table = scored_against_lossless(rows)  # once: the verdict and the planner read it
     by_kind = by_category(rows) if scored else pd.DataFrame()  # once: the verdict's table and its heatmap
+    at_t0 = greedy(rows)  # rules read for greedy decoding say so in every table and figure
     verdict, whole = verdict_tables(df, about, note, anchors, table, by_kind) if scored else ("", None)
     return Composition(
         full=df,
@@ -69,8 +70,8 @@ def compose(
         compare=paper_comparison(rows) if len(rows) else pd.DataFrame(),
         verdict=verdict,
         curves=score_curves(whole) if verdict else None,
-        by_kind=problem_kinds_heatmap(by_kind, greedy(rows)) if verdict and len(by_kind) else None,
-        kinds=shown_rules(kinds_table(rows), greedy(rows)) if len(rows) else pd.DataFrame(),
-        power=power_tables(table, greedy(rows), about, parse_share(DEFAULT_LOSS)) if scored else "",
+        by_kind=problem_kinds_heatmap(by_kind, at_t0) if verdict and len(by_kind) else None,
+        kinds=shown_rules(kinds_table(rows), at_t0) if len(rows) else pd.DataFrame(),
+        power=power_tables(table, at_t0, about, parse_share(DEFAULT_LOSS)) if scored else "",
         summary=summary(df) if len(df) else pd.DataFrame(),
     )
