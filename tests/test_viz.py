@@ -422,3 +422,14 @@ def test_the_recoloured_map_and_the_step_figure_read_without_their_colours(dm):
     assert {t.name for t in fig.data[1:]} == {f"{a} ({m})" for a, m in AGREEMENT_MARKS.items()}
     marks = {t.rsplit("<sup>", 1)[-1] for row in heatmaps(viz.round_figure(dm, 0))[0].text for t in row if "<sup>" in t}
     assert marks and marks <= {f"{m}</sup>" for m in STEP_MARKS.values()}
+
+
+def test_a_message_figure_reads_on_a_phone():
+    """The message is wrapped to lines a 350 px figure holds at its font (40 characters) and centred on the figure
+    (the figure draws no axes, so its margins are even: the shared left margin would push the text right)."""
+    message = "No cells beside lossless in this sweep yet: record lossless and one rule on the same problems."
+    fig = viz.message_figure(message, "A title")
+    lines = fig.layout.annotations[0].text.split("<br>")
+    assert len(lines) > 1 and max(map(len, lines)) <= 40
+    assert " ".join(lines) == message
+    assert fig.layout.margin.l == fig.layout.margin.r

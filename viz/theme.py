@@ -174,7 +174,7 @@ def message_figure(message: str, title: str = "", height: int = 260) -> go.Figur
     """An empty figure that says why there is nothing to draw."""
     fig = go.Figure()
     fig.add_annotation(
-        text="<br>".join(textwrap.wrap(message, 48)),
+        text="<br>".join(textwrap.wrap(message, 40)),
         x=0.5,
         y=0.5,
         xref="paper",
@@ -184,7 +184,8 @@ def message_figure(message: str, title: str = "", height: int = 260) -> go.Figur
     )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return style(fig, title, height)
+    style(fig, title, height)
+    return fig.update_layout(margin={"l": 20, "r": 20})  # no axes: centred on the figure, 40 characters fit a phone
 
 
 def category_heatmap(

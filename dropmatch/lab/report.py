@@ -139,7 +139,8 @@ COLUMN_DEFINITIONS = (
         "at this setting's discordance (the power planner; clusters count through their design effect)",
         "detectable_floor": "the smallest loss no number of problems from these clusters (or samples of these "
         "problems) detects at 80% power: a cluster is worth at most 1 / rho independent pairs however many it holds, "
-        "so more of the same templates stop helping here; more clusters go lower",
+        "so more of the same templates stop helping here; more clusters go lower. Blank where rho is not above 0: "
+        "no floor, more problems keep helping",
         "discordance": "share of the paired outcomes where exactly one of the two passes: (lost + gained) / pairs",
         "power_at_loss": "the chance the paired test at two-sided 5% finds the loss asked about, on these problems",
         "problems_to_detect": "problems the paired test needs to find the loss asked about at 80% power (two-sided "
