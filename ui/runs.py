@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -227,12 +228,18 @@ def recorded_example(prompt: str, chat) -> dict[str, Trace] | None:
     return None
 
 
-def record_examples() -> list[Path]:
-    """Decode every example at the app's defaults on the default pair, as Run would, and write both runs' traces."""
+def record_examples(labels: list[str] | None = None) -> list[Path]:
+    """Decode every example (or those with these labels) at the app's defaults on the default pair, as Run would, and
+    write both runs' traces."""
+    known = [e["label"] for e in examples()]
+    if unknown := sorted(set(labels or ()) - set(known)):
+        raise ValueError(f"no example labelled {unknown[0]!r}; the examples: {', '.join(known)}")
     settings = {name: DEFAULTS.get(name) for name in SETTINGS}
     EXAMPLE_TRACES.mkdir(parents=True, exist_ok=True)
     written = []
     for i, example in enumerate(examples()):
+        if labels and example["label"] not in labels:
+            continue
         traces = dict(rounds(default_pair(), example["prompt"], configs(settings), example["chat"]))
         for name, path in example_files(i).items():
             traces[name].to_json(path)
@@ -240,6 +247,9 @@ def record_examples() -> list[Path]:
     return written
 
 
-if __name__ == "__main__":  # python -m ui.runs: record the examples' traces
-    for path in record_examples():
-        print(path.relative_to(ROOT))
+if __name__ == "__main__":  # python -m ui.runs ["label" ...]: record the examples' traces (all, or those named)
+    try:
+        for path in record_examples(sys.argv[1:]):
+            print(path.relative_to(ROOT))
+    except ValueError as err:
+        raise SystemExit(f"python -m ui.runs: {err}") from None

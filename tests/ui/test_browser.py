@@ -151,7 +151,7 @@ def test_an_example_opens_its_recorded_runs_at_once(page):
     example = next(e for e in runs.examples() if e["label"] == "Math word problem")
     recorded = runs.recorded_example(example["prompt"], example["chat"])
     page.get_by_role("button", name="Math word problem").click()
-    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Natalia"), timeout=15_000)
+    expect(page.locator("#prompt textarea")).to_have_value(re.compile("Keiko"), timeout=15_000)
     start = recorded["lossless"].text.strip()[:24]
     page.wait_for_function(
         "([t]) => document.querySelector('#out-lossless').innerText.replace(/\\s+/g, ' ').includes(t)",

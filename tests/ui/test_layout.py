@@ -14,6 +14,7 @@ import pytest
 import viz
 from dropmatch import metrics
 from dropmatch.config import SETTINGS
+from dropmatch.lab import word_problems
 from dropmatch.trace import Trace
 from ui import explore, runs
 from ui.common import DEFAULTS, UserError
@@ -165,6 +166,18 @@ def test_every_example_opens_its_recorded_runs_at_the_apps_defaults(view):
         assert out["traces"] == traces and out["status"].startswith("**Recorded example")
         restored = {names[c]: value for c, value in explore.restored(view, traces).items()}
         assert restored["prompt"] == example["prompt"] and restored["draft_quant"] == DEFAULTS["draft_quant"]
+
+
+def test_recording_an_unknown_example_says_which_exist_and_decodes_nothing(monkeypatch):
+    monkeypatch.setattr(runs, "default_pair", lambda: pytest.fail("decoded before checking the labels"))
+    with pytest.raises(ValueError, match="no example labelled 'Nope'.*Math word problem"):
+        runs.record_examples(["Math word problem", "Nope"])
+
+
+def test_the_word_problem_example_is_one_of_the_projects_own():
+    """The example's problem comes from the project's generator (no other project's text ships here)."""
+    example = next(e for e in runs.examples() if e["label"] == "Math word problem")
+    assert example["prompt"].removesuffix(" Think step by step.") in {p.text for p in word_problems.problems(20)}
 
 
 def test_a_prompt_that_is_no_example_opens_nothing(view):

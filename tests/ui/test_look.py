@@ -97,7 +97,7 @@ def test_a_visit_throws_no_page_error_and_draws_with_the_system_fonts(browser, v
     errors = []
     page = open_page(browser, viewport, errors=errors)
     page.get_by_role("button", name="Math word problem").click()
-    page.wait_for_function("document.querySelector('#prompt textarea').value.includes('Natalia')", **POLL)
+    page.wait_for_function("document.querySelector('#prompt textarea').value.includes('Keiko')", **POLL)
     for tab in ("Analysis", "How it works", "Explore"):
         page.get_by_role("tab", name=tab).click()
         time.sleep(1)
