@@ -94,7 +94,18 @@ def environment(pair: ModelPair) -> dict:
         "torch": torch.__version__,
         "machine": platform.machine(),
         "cpu": cpu_name(),
-        **({"threads": str(torch.get_num_threads())} if pair.device.type == "cpu" else {}),  # bf16 sums split by thread
+        **(cpu_environment() if pair.device.type == "cpu" else {}),
+    }
+
+
+def cpu_environment() -> dict[str, str]:
+    """What decides a CPU decode's rounding beside the CPU's name: its model (under a hypervisor one generic name
+    covers several generations), whether it multiplies bf16 natively (another path, other roundings) and the threads
+    a product's sums are split over."""
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_bf16": "native" if cpu_bf16() else "emulated",
+        "threads": str(torch.get_num_threads()),
     }
 
 
@@ -109,6 +120,17 @@ def cpu_name() -> str:
     """The CPU's model name (bf16 rounds differently, and runs at a different speed, from one CPU to another)."""
     name = next((ln.split(":", 1)[1].strip() for ln in _cpuinfo() if ln.startswith("model name")), None)
     return name or platform.processor() or "unknown"
+
+
+def cpu_model() -> str:
+    """The CPU's vendor, family, model and stepping ("GenuineIntel 6/207/2"): what tells CPUs apart where their name
+    does not (a virtual machine's "Intel(R) Xeon(R) Processor" names several generations); "unknown" where the system
+    does not say."""
+    info: dict[str, str] = {}
+    for key, _, value in (ln.partition(":") for ln in _cpuinfo()):
+        info.setdefault(key.strip(), value.strip())  # the first CPU's
+    fields = [info.get(k) for k in ("cpu family", "model", "stepping")]
+    return f"{info.get('vendor_id', '?')} {'/'.join(fields)}" if all(fields) else "unknown"
 
 
 def cpu_bf16() -> bool:

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from dropmatch import metrics
+from dropmatch import decode, metrics
 from dropmatch.config import RECORDED_STATISTICS, DecodeConfig
 from dropmatch.criteria import RULES
 from dropmatch.decode import generate, stream
@@ -338,3 +338,29 @@ def test_a_stage_with_nothing_to_drop_calls_no_crop(tiny_pair, monkeypatch):
     trace = generate(tiny_pair, "The quick brown fox", cfg(method="lossless", max_new_tokens=24))
     assert any(r.kind == "bonus" for r in trace.records)  # a fully accepted round happened
     assert calls and 0 not in calls
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 207
+model name\t: Intel(R) Xeon(R) Processor
+stepping\t: 2
+flags\t\t: fpu avx2 avx512f avx512_bf16
+processor\t: 1
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 207
+"""
+
+
+def test_a_trace_names_the_cpus_model_and_bf16_path_beside_its_name(monkeypatch, tiny_pair):
+    """Under a hypervisor one generic name ("Intel(R) Xeon(R) Processor") covers CPUs that round bf16 otherwise."""
+    monkeypatch.setattr(decode, "_cpuinfo", CPUINFO.splitlines)
+    assert decode.cpu_name() == "Intel(R) Xeon(R) Processor"
+    assert decode.cpu_model() == "GenuineIntel 6/207/2" and decode.cpu_bf16()
+    env = generate(tiny_pair, "def add(a, b):", cfg(max_new_tokens=2)).environment
+    assert env["cpu_model"] == "GenuineIntel 6/207/2" and env["cpu_bf16"] == "native"
+    assert env["threads"] == str(torch.get_num_threads())
+    monkeypatch.setattr(decode, "_cpuinfo", lambda: [])  # a system that does not say
+    assert decode.cpu_model() == "unknown" and not decode.cpu_bf16()

@@ -8,12 +8,11 @@ import time
 from contextlib import closing
 
 import gradio as gr
-import torch
 
 import viz
 from dropmatch.config import MODES, RANGES, SETTINGS, bound, check_setting
 from dropmatch.criteria import RULES
-from dropmatch.decode import cpu_name
+from dropmatch.decode import cpu_environment, cpu_name
 from dropmatch.metrics import compute
 from dropmatch.models import default_device
 from ui import compare, runs
@@ -488,7 +487,9 @@ def open_recorded(v: Parts) -> dict:
 
 def recorded_note(traces: dict) -> str:
     """Where recorded runs were decoded, and whether Run here should give the same tokens: the settings they restore
-    decide everything but bf16's rounding, which differs from one CPU (or engine) to another."""
+    decide everything but bf16's rounding, which differs from one CPU (or engine) to another. The same tokens are
+    promised only where the trace names the same CPU model, bf16 path and threads (a trace recorded before traces
+    named the model is read as decoded elsewhere)."""
     trace = traces[RUNS[0]]
     env = trace.environment
     if (trace.target_id, trace.draft_id) != PAIRS[default_pair()]:
@@ -497,12 +498,13 @@ def recorded_note(traces: dict) -> str:
         )
     if not env:
         return " · decoded on an unnamed machine; Run decodes it live"
+    model = f" {env['cpu_model']}" if env.get("cpu_model") else ""
     threads = f", {env['threads']} threads" if env.get("threads") else ""
-    where = (
-        f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')}{threads}, {env.get('engine', 'torch')} engine)"
-    )
-    ours = (default_device(), cpu_name(), "torch", str(torch.get_num_threads()) if default_device() == "cpu" else None)
-    if ours == (env.get("device"), env.get("cpu"), env.get("engine", "torch"), env.get("threads")):
+    engine = env.get("engine", "torch")
+    where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')}{model}{threads}, {engine} engine)"
+    here = {"device": default_device(), "cpu": cpu_name(), "engine": "torch"}
+    here |= cpu_environment() if here["device"] == "cpu" else {}
+    if all(env.get(k, "torch" if k == "engine" else None) == v for k, v in here.items()):  # older traces name no model
         return f" · decoded in {where}, as here: Run decodes the same tokens"
     return (
         f" · decoded in {where}; Run decodes it live here, and can part from it at a near-tie (two tokens within a "

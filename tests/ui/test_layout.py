@@ -45,15 +45,25 @@ def test_the_recorded_example_says_where_it_was_decoded(view, monkeypatch):
     names = {component: name for name, component in view.items()}
     out = {names[c]: value for c, value in explore.open_recorded(view).items()}
     assert "decoded in bfloat16 on cpu" in out["status"]
-    monkeypatch.setattr(explore, "cpu_name", lambda: runs.recorded()["DropMatch"].environment["cpu"])
+    recorded = runs.recorded()
+    for trace in recorded.values():  # what this machine would write (the recorded example may predate the model)
+        trace.environment |= {"cpu_model": "GenuineIntel 6/207/2", "cpu_bf16": "native"}
+    monkeypatch.setattr(explore, "cpu_name", lambda: recorded["DropMatch"].environment["cpu"])
     monkeypatch.setattr(explore, "default_device", lambda: "cpu")
-    threads = int(runs.recorded()["DropMatch"].environment["threads"])
-    monkeypatch.setattr(explore.torch, "get_num_threads", lambda: threads)
-    here = explore.recorded_note(runs.recorded())
+    threads = recorded["DropMatch"].environment["threads"]
+    cpu = {"cpu_model": "GenuineIntel 6/207/2", "cpu_bf16": "native", "threads": threads}
+    monkeypatch.setattr(explore, "cpu_environment", lambda: cpu)
+    here = explore.recorded_note(recorded)
     assert "as here: Run decodes the same tokens" in here and "near-tie" not in here  # the CPU it was recorded on
-    assert f"{threads} threads" in here
-    monkeypatch.setattr(explore.torch, "get_num_threads", lambda: threads + 1)  # bf16 sums split otherwise
-    assert "near-tie" in explore.recorded_note(runs.recorded())
+    assert f"GenuineIntel 6/207/2, {threads} threads" in here
+    others = {"threads": str(int(threads) + 1), "cpu_model": "GenuineIntel 6/143/8", "cpu_bf16": "emulated"}
+    for key, other in others.items():  # the same CPU name, rounding otherwise
+        monkeypatch.setattr(explore, "cpu_environment", lambda changed=cpu | {key: other}: changed)
+        assert "near-tie" in explore.recorded_note(recorded), key
+    monkeypatch.setattr(explore, "cpu_environment", lambda: cpu)
+    for trace in recorded.values():  # a trace from before traces named the model: it cannot promise the same tokens
+        del trace.environment["cpu_model"], trace.environment["cpu_bf16"]
+    assert "near-tie" in explore.recorded_note(recorded)
     elsewhere = {n: Trace.from_json(DATA / f"story_{n.lower()}.json") for n in RUNS}
     elsewhere["DropMatch"].environment["cpu"] = "another CPU"
     assert "near-tie" in explore.recorded_note(elsewhere) and "another CPU" in explore.recorded_note(elsewhere)
