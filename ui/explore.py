@@ -498,7 +498,7 @@ def recorded_note(traces: dict) -> str:
         )
     if not env:
         return " · decoded on an unnamed machine; Run decodes it live"
-    model = f" {env['cpu_model']}" if env.get("cpu_model") else ""
+    model = f", {env['cpu_model']}" if env.get("cpu_model") else ""
     threads = f", {env['threads']} threads" if env.get("threads") else ""
     engine = env.get("engine", "torch")
     where = f"{env.get('dtype')} on {env.get('device')} ({env.get('cpu')}{model}{threads}, {engine} engine)"
