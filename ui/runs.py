@@ -231,13 +231,13 @@ def recorded_example(prompt: str, chat) -> dict[str, Trace] | None:
 def record_examples(labels: list[str] | None = None) -> list[Path]:
     """Decode every example (or those with these labels) at the app's defaults on the default pair, as Run would, and
     write both runs' traces."""
-    known = [e["label"] for e in examples()]
-    if unknown := sorted(set(labels or ()) - set(known)):
-        raise ValueError(f"no example labelled {unknown[0]!r}; the examples: {', '.join(known)}")
+    every = examples()
+    if unknown := sorted(set(labels or ()) - {e["label"] for e in every}):
+        raise ValueError(f"no example labelled {unknown[0]!r}; the examples: {', '.join(e['label'] for e in every)}")
     settings = {name: DEFAULTS.get(name) for name in SETTINGS}
     EXAMPLE_TRACES.mkdir(parents=True, exist_ok=True)
     written = []
-    for i, example in enumerate(examples()):
+    for i, example in enumerate(every):
         if labels and example["label"] not in labels:
             continue
         traces = dict(rounds(default_pair(), example["prompt"], configs(settings), example["chat"]))
