@@ -23,7 +23,16 @@ from viz.rounds import MAP_REASONS, reason_grid
 from viz.steps import STAGES
 from viz.summary import status_line, traces_from_data
 from viz.tables import FROM_ONE
-from viz.theme import ACCEPT_COLOR, DIVERGENCE_LABEL, DIVERGENCE_MARK, REASON_COLORS, REASON_LABELS, REJECT_COLOR, code
+from viz.theme import (
+    ACCEPT_COLOR,
+    DIVERGENCE_LABEL,
+    DIVERGENCE_MARK,
+    REASON_COLORS,
+    REASON_LABELS,
+    REJECT_COLOR,
+    code,
+    phone_title,
+)
 from viz.tokens import first_divergence
 
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
@@ -433,3 +442,28 @@ def test_a_message_figure_reads_on_a_phone():
     assert len(lines) > 1 and max(map(len, lines)) <= 40
     assert " ".join(lines) == message
     assert fig.layout.margin.l == fig.layout.margin.r
+
+
+def test_a_title_is_wrapped_to_fit_a_phone_and_the_plot_keeps_its_height(dm):
+    """A title line longer than a phone's plot holds (40 characters; 56 for a <sup> line) breaks at ' · ' where it
+    can, else at spaces; every word stays, a <sup> line stays one on each of its lines, and the figure grows by the
+    lines it added, so the plot area is what the caller asked for. Short titles and lines with other markup are left
+    as written."""
+    long = "Top tokens under each head · draft ' was' · 16 of 30 shown"
+    sub = "one curve per rule along its knob; shaded: within 2/164 of lossless's pass@1"
+    title, extra = phone_title(f"{long}<br><sup>{sub}</sup>")
+    lines = title.split("<br>")
+    assert lines[:2] == ["Top tokens under each head ·", "draft ' was' · 16 of 30 shown"]
+    assert all(line.startswith("<sup>") and line.endswith("</sup>") for line in lines[2:]) and len(lines) == 4
+    assert max(len(line) for line in lines[:2]) <= 40 and max(len(line) - 11 for line in lines[2:]) <= 56
+    assert " ".join(lines[:2]) == long and " ".join(line[5:-6] for line in lines[2:]) == sub  # every word kept
+    assert extra == 20 + 14
+    step_title = "Round 1 of 11 · step 5/5: correction / bonus"
+    assert phone_title(step_title)[0] == "Round 1 of 11 ·<br>step 5/5: correction / bonus"
+    for kept in ("Mean acceptance length tau vs K", "<b>a bold line that is long enough to need a break</b>"):
+        assert phone_title(kept) == (kept, 0)
+    short, wrapped = (viz.theme.style(go.Figure(), t, 300, top=72) for t in ("Short", long))
+    assert (short.layout.height, short.layout.margin.t) == (300, 72)
+    assert (wrapped.layout.height, wrapped.layout.margin.t) == (320, 92)
+    step = viz.round_figure(dm, 0)  # the step-through's last stage: its title ran past a phone's plot
+    assert step.layout.title.text.count("<br>") == 1 and max(map(len, step.layout.title.text.split("<br>"))) <= 40

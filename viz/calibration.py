@@ -96,7 +96,7 @@ def unanimity_curve(cal: dict) -> go.Figure:
     fig.update_yaxes(title_text="share of positions", range=[0, 1.02])
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
     # a phone fits one legend entry a line under the plot: the figure grows with them, the plot keeps its height
-    return style(fig, title, max(HEIGHT + 40, 380 + 20 * len(fig.data))).update_layout(margin={"t": 72})
+    return style(fig, title, max(HEIGHT + 40, 380 + 20 * len(fig.data)), top=72)
 
 
 def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
@@ -136,7 +136,7 @@ def dims_figure(cal: dict, label_top: int = 8) -> go.Figure:
         title_text=f"argmax moves (share of {f'the first {n} ' if n else ''}positions)", rangemode="tozero"
     )
     said = f"{title}<br><sup>zeroing one alone: {moving} of {len(ids)} move the argmax</sup>"
-    return style(fig, said, HEIGHT).update_layout(margin={"t": 72})
+    return style(fig, said, HEIGHT, top=72)
 
 
 SIZE_COLORS = {0.1: "#a78bfa", 0.3: "#7c3aed"}
@@ -220,9 +220,8 @@ def size_figure(record: dict) -> go.Figure:
             hovertemplate=f"the paper's Table 2: {paper['unanimity_paper']:.1%} at p_drop {paper['p_drop']:g}"
             "<extra></extra>",
         )
-    return style(fig, title, HEIGHT).update_layout(
+    return style(fig, title, HEIGHT, top=72).update_layout(
         xaxis={"type": "log", "title": "parameters (log scale)"},
         yaxis={"title": "unanimity (all K votes on one token)", "tickformat": ".0%", "range": [0, 1.05]},
         legend={"orientation": "h", "y": -0.25, "x": 0},
-        margin={"t": 72},
     )

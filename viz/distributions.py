@@ -71,8 +71,7 @@ def distribution_bars(rec: TokenRecord, emitted: TokenRecord | None = None) -> g
     )
     fig.update_layout(meta=meta, barmode="group", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
     title = f"{TITLE}<br>draft {show_token(rec.text)!r} marked · {len(cols)} of {len(top['ids'])} shown"
-    fig = style(fig, title, 460)
-    return fig.update_layout(margin={"t": 96})
+    return style(fig, title, 460, top=96)
 
 
 def rule_inputs_figure(trace: Trace, rec: TokenRecord) -> go.Figure:

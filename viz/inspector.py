@@ -122,8 +122,7 @@ def distribution_heatmap(rec: TokenRecord, emitted: TokenRecord | None = None, r
     title = f"Top tokens under each head · draft {show_token(rec.text)!r} · {len(cols)} of {len(rec.top['ids'])} shown"
     if not read:
         title += "<br><sup>the dropout paths are DropMatch's evidence: this run's rule did not read them</sup>"
-    fig = style(fig, title, 150 + 26 * len(names))
-    return fig if read else fig.update_layout(margin={"t": 72})
+    return style(fig, title, 150 + 26 * len(names), top=56 if read else 72)
 
 
 def js_figure(rec: TokenRecord) -> go.Figure:

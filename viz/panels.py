@@ -103,6 +103,5 @@ def panels_figure(panels: tuple[Panel, ...], title: list[str], note: str, meta: 
         font={"size": 11, "color": "#4b5563"},
     )
     fig.update_layout(meta=meta, bargap=0.3, uniformtext={"minsize": 10, "mode": "show"})
-    fig = style(fig, "<br>".join(title), 140 + 200 * len(panels) + 15 * len(lines))
-    bottom = (104 if ranked else 50) + 15 * len(lines)
-    return fig.update_layout(margin={"t": 30 + 20 * len(title), "b": bottom})
+    fig = style(fig, "<br>".join(title), 140 + 200 * len(panels) + 15 * len(lines), top=30 + 20 * len(title))
+    return fig.update_layout(margin={"b": (104 if ranked else 50) + 15 * len(lines)})

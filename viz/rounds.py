@@ -69,6 +69,4 @@ def reason_heatmap(trace: Trace | None, title: str) -> go.Figure:
     fig.update_xaxes(side="top", title_text="draft position (+1 = emitted correction or bonus)", showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
     fig.update_layout(legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0}, plot_bgcolor="white")
-    fig = style(fig, title, min(190 + 24 * len(rounds), 1100))
-    fig.update_layout(margin={"t": 96, "b": 10})
-    return fig
+    return style(fig, title, min(190 + 24 * len(rounds), 1100), top=96).update_layout(margin={"b": 10})

@@ -122,6 +122,4 @@ def round_figure(trace: Trace | None, t: int, stage: int = len(STAGES) - 1) -> g
     fig.update_xaxes(side="top", title_text="draft position (+1 = emitted correction or bonus)", showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)
     title = f"Round {t + 1} of {len(trace.rounds)} · step {stage + 1}/{len(STAGES)}: {STAGES[stage]}"
-    fig = style(fig, title, 150 + 30 * len(rows))
-    fig.update_layout(margin={"t": 96, "l": 140}, plot_bgcolor="white")
-    return fig
+    return style(fig, title, 150 + 30 * len(rows), top=96).update_layout(margin={"l": 140}, plot_bgcolor="white")

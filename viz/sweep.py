@@ -93,8 +93,8 @@ def tau_vs_p_drop(df: pd.DataFrame) -> go.Figure:
     base = _lossless_tau(df, centre(df)["gamma"])
     if base is not None:
         fig.add_hline(y=base, annotation_text=f"lossless {base:.2f}", **LOSSLESS_LINE)
-    return style(fig, title, HEIGHT).update_layout(
-        xaxis_title="p_drop", yaxis_title=f"tau (median over prompts), γ = {centre(df)['gamma']}", margin={"t": 72}
+    return style(fig, title, HEIGHT, top=72).update_layout(
+        xaxis_title="p_drop", yaxis_title=f"tau (median over prompts), γ = {centre(df)['gamma']}"
     )
 
 
@@ -130,7 +130,7 @@ def speedup_vs_gamma(df: pd.DataFrame) -> go.Figure:
     """Per-prompt speedup over lossless (same prompt and gamma) against gamma, by wall clock and by CPU time.
 
     CPU time (this process's seconds) is the fairer clock on a CPU shared with other jobs."""
-    title = "Speedup over lossless vs draft length gamma"
+    title = "Speedup over lossless vs draft length γ"
     dm = held(df, "gamma").dropna(subset=["speedup"])
     if dm.empty:
         return _empty(title, "no DropMatch rows with a lossless baseline")
@@ -178,12 +178,11 @@ def score_vs_tau(df: pd.DataFrame) -> go.Figure:
     fig.update_traces(textposition="top center", marker_size=12)
     pad = max(0.1, 0.2 * (pts["tau"].max() - pts["tau"].min()))  # room for the labels
     fig.update_xaxes(range=[pts["tau"].min() - pad, pts["tau"].max() + pad])
-    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data))).update_layout(
+    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data)), top=72).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title="task score (pass@1)",
         yaxis_range=[0, 1.05],
         legend={"orientation": "h", "y": -0.2, "x": 0},  # under the plot: a phone keeps the plot's width
-        margin={"t": 72},
     )
 
 
@@ -237,12 +236,11 @@ def lossiness_vs_tau(df: pd.DataFrame) -> go.Figure:
         hover_data={"first_divergence": ":.0f", "prompts": True, "varies": False},
     )
     fig.update_traces(marker_size=11)
-    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data))).update_layout(
+    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data)), top=72).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title="tokens equal to lossless (median share)",
         yaxis_range=[-0.02, 1.05],
         legend={"orientation": "h", "y": -0.2, "x": 0},  # under the plot: a phone keeps the plot's width
-        margin={"t": 72},
     )
 
 
@@ -297,11 +295,10 @@ def tradeoff(df: pd.DataFrame, measure: str = "score") -> go.Figure:
     )
     direction = {"higher": "higher is better", "lower": "lower is better", "one": "1 = as long as lossless"}
     # a phone fits one legend entry a line under the plot: the figure grows with them, the plot keeps its height
-    return style(fig, title, max(HEIGHT + 60, 380 + 20 * len(fig.data))).update_layout(
+    return style(fig, title, max(HEIGHT + 60, 380 + 20 * len(fig.data)), top=72).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title=f"{about.label} ({direction[about.better]})",
         legend={"orientation": "h", "y": -0.2, "x": 0},
-        margin={"t": 72},
         meta={"measure": measure, "front": pts["front"].tolist()},
     )
 

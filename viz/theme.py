@@ -157,13 +157,63 @@ def legend_html(reasons=tuple(REASON_COLORS)) -> str:
     return '<div class="dm-legend">' + "".join(items) + "</div>"
 
 
-def style(fig: go.Figure, title: str, height: int) -> go.Figure:
-    """Apply the shared layout: white template, compact margins, readable fonts."""
+# A title's lines at most this many characters: a 390 px phone leaves a plot about 325 px, which fits 40 characters of
+# the 15 px title and 56 of a <sup> line; each line wrapping adds takes this many pixels more at the top.
+TITLE_CHARS, SUBTITLE_CHARS = 40, 56
+TITLE_LINE_PX, SUBTITLE_LINE_PX = 20, 14
+_SUP = re.compile(r"<sup>(.*)</sup>", re.S)
+
+
+def _wrap_line(line: str, width: int) -> list[str]:
+    """One line of plain text in lines of at most `width` characters, broken after a ' ·' where it can, else at
+    spaces: the lines joined by spaces give the line back."""
+    out: list[str] = []
+    for piece in line.split(" · "):
+        if out and len(out[-1]) + 3 + len(piece) <= width:
+            out[-1] += " · " + piece
+            continue
+        if out:
+            out[-1] += " ·"
+        out += textwrap.wrap(piece, width - 2, break_long_words=False, break_on_hyphens=False) or [piece]
+    return out
+
+
+def phone_title(title: str) -> tuple[str, int]:
+    """The title with each of its lines wrapped to fit a phone's plot (TITLE_CHARS; SUBTITLE_CHARS for a line that is
+    one <sup>), and the pixels the added lines take. A line with other markup is left whole."""
+    lines, extra = [], 0
+    for line in title.split("<br>"):
+        sup = _SUP.fullmatch(line)
+        text, width = (sup.group(1), SUBTITLE_CHARS) if sup else (line, TITLE_CHARS)
+        if "<" in text or len(html.unescape(text)) <= width:
+            lines.append(line)
+            continue
+        wrapped = _wrap_line(text, width)
+        lines += [f"<sup>{w}</sup>" if sup else w for w in wrapped]
+        extra += (len(wrapped) - 1) * (SUBTITLE_LINE_PX if sup else TITLE_LINE_PX)
+    return "<br>".join(lines), extra
+
+
+def style(fig: go.Figure, title: str, height: int, top: int = 56) -> go.Figure:
+    """Apply the shared layout: white template, compact margins, readable fonts. `top`: the top margin the title
+    needs as written; a title wrapped to fit a phone (`phone_title`) adds its lines' height to it and to the
+    figure's, so the plot keeps its size."""
+    title, extra = phone_title(title)
     fig.update_layout(
         template="plotly_white",
-        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
-        height=height,
-        margin={"l": 60, "r": 20, "t": 56, "b": 40},
+        # hung from the figure's top, so a wrapped title grows down into the room `top + extra` keeps for it and
+        # never into a top axis's labels (plotly centres it in the margin by default)
+        title={
+            "text": title,
+            "x": 0.01,
+            "xanchor": "left",
+            "y": 1 - 18 / (height + extra),  # its first line about 15 px below the top
+            "yref": "container",
+            "yanchor": "top",
+            "font": {"size": 15},
+        },
+        height=height + extra,
+        margin={"l": 60, "r": 20, "t": top + extra, "b": 40},
         font={"family": FONT, "size": 12, "color": "#1f2937"},
         hoverlabel={"font": {"family": FONT}},
     )

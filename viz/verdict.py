@@ -256,12 +256,11 @@ def score_curves(df: pd.DataFrame) -> go.Figure:
             marker={"size": 12 if rule == "lossless" else 9, "color": color},
         )
     # a phone fits one legend entry a line under the plot: the figure grows with them, the plot keeps its height
-    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data))).update_layout(
+    return style(fig, title, max(HEIGHT, 380 + 20 * len(fig.data)), top=72).update_layout(
         xaxis_title="tau (pooled: sum N / sum T)",
         yaxis_title="pass@1",
         yaxis_tickformat=".1%",
         legend={"orientation": "h", "y": -0.2, "x": 0},
-        margin={"t": 72},
         meta={"band": [low, high]},
     )
 
@@ -346,10 +345,10 @@ def kinds_heatmap(kinds: pd.DataFrame) -> go.Figure:
             ygap=1,
         )
     )
-    return style(fig, title, 260 + 34 * len(rows)).update_layout(
+    return style(fig, title, 260 + 34 * len(rows), top=72).update_layout(
         yaxis={"autorange": "reversed", "automargin": True},
         xaxis={"automargin": True, "tickangle": -90},  # upright: a phone leaves no room across
-        margin={"t": 72, "r": 12},
+        margin={"r": 12},
         meta={"rows": rows, "kinds": names},
     )
 
@@ -410,9 +409,9 @@ def problem_kinds_heatmap(kinds: pd.DataFrame, greedy_: bool) -> go.Figure:
             ygap=1,
         )
     )
-    return style(fig, title, 280 + 34 * len(names)).update_layout(
+    return style(fig, title, 280 + 34 * len(names), top=72).update_layout(
         yaxis={"autorange": "reversed", "automargin": True},
         xaxis={"automargin": True, "tickangle": -90, "tickfont": {"size": 11}},  # upright: no room across a phone
-        margin={"t": 72, "r": 12},
+        margin={"r": 12},
         meta={"settings": settings, "kinds": names},
     )

@@ -80,3 +80,24 @@ def set_tokens(page, n: int) -> None:
     box.fill(str(n))
     box.press("Tab")
     expect(page.locator("#max-new-tokens input[type=range]")).to_have_value(str(n))
+
+
+def titles_past_their_box(page) -> list[str]:
+    """The titles of the page's visible plots that run past what a reader sees of their plot: the plot's box, or the
+    box of the panel it scrolls in, and the window."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.js-plotly-plot')].filter((p) => p.offsetParent).flatMap((p) => {
+            const title = p.querySelector('.gtitle');
+            if (!title || !title.textContent) return [];
+            let box = p.getBoundingClientRect();
+            for (let e = p.parentElement; e; e = e.parentElement)
+                if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX)) {
+                    box = e.getBoundingClientRect();
+                    break;
+                }
+            const lines = [title, ...title.querySelectorAll('tspan')];
+            const right = Math.max(...lines.map((t) => t.getBoundingClientRect().right));
+            const past = right - Math.min(box.right, innerWidth);
+            return past > 1 ? [`${title.textContent} (${past | 0} px past)`] : [];
+        })"""
+    )

@@ -351,8 +351,10 @@ def test_a_relative_runs_on_the_relaxed_side_at_its_knob(client, view):
     assert labels["step_run"].choices[0] == ("top-k, k 3", "DropMatch")
     assert labels["DropMatch"].label.startswith("top-k")
     recoloured = by_name(view, compare.recolour(view, traces, "typical", 0.3, None))
-    assert recoloured["map_DropMatch"].layout.title.text.startswith(
-        "top-k, k 3: what typical acceptance (Medusa) at epsilon 0.3 decides"
+    assert (
+        recoloured["map_DropMatch"]
+        .layout.title.text.replace("<br>", " ")
+        .startswith("top-k, k 3: what typical acceptance (Medusa) at epsilon 0.3 decides")
     )
     with pytest.raises(Exception, match=r"k must be an integer in \[1, 1000\]"):
         client.predict(PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 0.5}, api_name="/trace")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
-from served import NO_CHROMIUM, app_in_chromium, set_tokens
+from served import NO_CHROMIUM, app_in_chromium, set_tokens, titles_past_their_box
 
 from ui import runs
 from viz.summary import status_line
@@ -125,11 +125,15 @@ def test_on_a_phone_the_inspector_stacks_and_nothing_overlaps(phone):
         assert overlapping_labels(phone, sel) == [], f"tick labels overlap in {sel}"
     assert phone.locator(".dm-output .token.dm-picked").count() == 1, "the clicked token keeps its outline"
     no_sideways_scroll(phone)
+    assert titles_past_their_box(phone) == [], "a title runs past what a phone shows of its plot"
     phone.locator("#inspector").first.screenshot(path=str(ARTIFACTS / "phone_inspector.png"))
     phone.get_by_role("tab", name="Step through").click()
     plot_rendered(phone, "#step-fig", "step")
-    phone.click("#step-next")
+    for n in (2, 3, 4, 5):  # the last stage's name is the longest
+        phone.click("#step-next")
+        plot_rendered(phone, "#step-fig", f"step {n}/5")
     no_sideways_scroll(phone)
+    assert titles_past_their_box(phone) == [], "a title runs past what a phone shows of its plot"
     phone.screenshot(path=str(ARTIFACTS / "phone_step_through.png"), full_page=True)
     for tab, shot in (("Analysis", "phone_analysis.png"), ("How it works", "phone_how_it_works.png")):
         phone.get_by_role("tab", name=tab).click()

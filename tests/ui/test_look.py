@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from served import NO_CHROMIUM, app_in_chromium, set_tokens, slow_runs
+from served import NO_CHROMIUM, app_in_chromium, set_tokens, slow_runs, titles_past_their_box
 
 import app
 from ui.common import DEFAULTS
@@ -168,6 +168,7 @@ def test_the_comparison_and_the_verdict_read_on_a_phone(browser, scheme):
     for text, left, right, box_left, box_right, width in cells:
         if not (box_left - 1 <= left and right <= min(box_right, width) + 1):
             problems.append(f"'{text}' runs off the phone: {left:.0f}..{right:.0f} px in {box_right:.0f} px")
+    problems += [f"a title runs past its plot: {t}" for t in titles_past_their_box(page)]
     screens = page.locator("#lab-verdict").bounding_box()["height"] / PHONE["height"]
     if screens > 2.5:
         problems.append(f"the verdict is {screens:.1f} screens tall on a phone")
