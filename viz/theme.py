@@ -194,6 +194,12 @@ def phone_title(title: str) -> tuple[str, int]:
     return "<br>".join(lines), extra
 
 
+def one_line(title: str) -> str:
+    """A title as one line of plain text: its lines joined by spaces, <sup> marks dropped (phone_title's lines give the
+    title back)."""
+    return re.sub(r"</?sup>", "", title.replace("<br>", " "))
+
+
 def style(fig: go.Figure, title: str, height: int, top: int = 56) -> go.Figure:
     """Apply the shared layout: white template, compact margins, readable fonts. `top`: the top margin the title
     needs as written; a title wrapped to fit a phone (`phone_title`) adds its lines' height to it and to the

@@ -25,7 +25,7 @@ from dropmatch.tables import power, verdict
 from ui import analysis, common, compare, explore, runs
 from viz.summary import divergence, traces_from_data
 from viz.sweep import FIGURES, relevant
-from viz.theme import DIVERGENCE_LABEL, REASON_LABELS
+from viz.theme import DIVERGENCE_LABEL, REASON_LABELS, one_line
 
 pytestmark = pytest.mark.slow  # the real embedded pair (and, here, a browser)
 
@@ -50,6 +50,11 @@ def named(result, names: tuple[str, ...]) -> dict:
     """A gradio_client result (one value per visible output) by the endpoint's output names."""
     assert len(result) == len(names), f"expected the outputs {names}, got {len(result)} values"
     return dict(zip(names, result))
+
+
+def title(fig) -> str:
+    """A figure's title as one line, however a phone's width broke it."""
+    return one_line(fig.layout.title.text)
 
 
 def by_name(parts, out: dict) -> dict:
@@ -346,15 +351,13 @@ def test_a_relative_runs_on_the_relaxed_side_at_its_knob(client, view):
     assert {r.reason for r in relaxed.records if r.kind == "draft" and r.accepted} <= {"exact", "top-k"}
     shown = by_name(view, explore.finished(view, traces, "Done"))  # named for the rule it ran, everywhere
     assert shown["table"].columns[1] == "top-k, k 3"
-    assert shown["map_DropMatch"].layout.title.text.startswith("top-k, k 3")
+    assert title(shown["map_DropMatch"]).startswith("top-k, k 3")
     labels = by_name(view, explore.run_labels(view, traces))
     assert labels["step_run"].choices[0] == ("top-k, k 3", "DropMatch")
     assert labels["DropMatch"].label.startswith("top-k")
     recoloured = by_name(view, compare.recolour(view, traces, "typical", 0.3, None))
-    assert (
-        recoloured["map_DropMatch"]
-        .layout.title.text.replace("<br>", " ")
-        .startswith("top-k, k 3: what typical acceptance (Medusa) at epsilon 0.3 decides")
+    assert title(recoloured["map_DropMatch"]).startswith(
+        "top-k, k 3: what typical acceptance (Medusa) at epsilon 0.3 decides"
     )
     with pytest.raises(Exception, match=r"k must be an integer in \[1, 1000\]"):
         client.predict(PROMPT, **{**SETTINGS, "criterion": "top-k", "knob": 0.5}, api_name="/trace")
@@ -365,14 +368,14 @@ def test_the_maps_recolour_by_any_rule_and_the_panel_follows(api_traces, view):
     picked = by_name(view, explore.inspect(view, traces, "DropMatch", 1))["selected"]
     out = by_name(view, compare.recolour(view, traces, "typical", 0.3, picked))
     assert set(out) == {"map_DropMatch", "map_lossless", "rules"}
-    assert "at epsilon 0.3 decides" in out["map_DropMatch"].layout.title.text and "epsilon 0.3" in out["rules"]
+    assert "at epsilon 0.3 decides" in title(out["map_DropMatch"]) and "epsilon 0.3" in out["rules"]
     for empty in ("", None):  # the knob box left empty (as the page sends it): the rule's default, said so
         default = by_name(view, compare.recolour(view, traces, "typical", empty, picked))["map_DropMatch"]
-        assert "typical acceptance (Medusa) at epsilon 0.09 (its default) decides" in default.layout.title.text
+        assert "typical acceptance (Medusa) at epsilon 0.09 (its default) decides" in title(default)
     top_k = by_name(view, compare.recolour(view, traces, "top-k", "", picked))["map_DropMatch"]
-    assert "at k 2 (its default)" in top_k.layout.title.text and top_k.data  # drawn, not an error
+    assert "at k 2 (its default)" in title(top_k) and top_k.data  # drawn, not an error
     own = by_name(view, compare.recolour(view, traces, compare.OWN, None, picked))
-    assert "accept / reject per round" in own["map_DropMatch"].layout.title.text
+    assert "accept / reject per round" in title(own["map_DropMatch"])
     with pytest.raises(gr.Error, match="epsilon must lie"):
         compare.recolour(view, traces, "typical", 7, picked)
 
@@ -469,7 +472,7 @@ def test_a_relatives_inspector_says_its_rule_did_not_read_the_dropout_paths(nois
         "lossless": generate(noisy_pair, "def add(a, b):", DecodeConfig(method="lossless", **settings)),
     }
     out = by_name(view, explore.inspect(view, traces, "DropMatch", 0))
-    assert out["heat"].data and "this run's rule did not read them" in out["heat"].layout.title.text
+    assert out["heat"].data and "this run's rule did not read them" in title(out["heat"])
 
 
 def test_a_pair_knob_and_the_span_gate_run_through_the_api(client, view):
