@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -463,6 +464,14 @@ def test_a_title_is_wrapped_to_fit_a_phone_and_the_plot_keeps_its_height(dm):
     assert phone_title(step_title)[0] == "Round 1 of 11 ·<br>step 5/5: correction / bonus"
     for kept in ("Mean acceptance length tau vs K", "<b>a bold line that is long enough to need a break</b>"):
         assert phone_title(kept) == (kept, 0)
+    rng = random.Random(0)  # any title of short words: every line fits, and the lines give the title back
+    for _ in range(300):
+        words = [rng.choice(["a", "rule", "p_drop", "0.31", "·", "accept / reject", "typical"]) for _ in range(20)]
+        text = " ".join(words).replace("· ·", "·").strip(" ·")
+        wrapped = phone_title(text)[0]
+        assert one_line(wrapped) == text and max(map(len, wrapped.split("<br>"))) <= 40, text
+    code = "Top tokens under each head · draft ' <=' · 16 of 30 shown"  # a token's '<' is text, not markup
+    assert phone_title(code)[0] == "Top tokens under each head ·<br>draft ' <=' · 16 of 30 shown"
     short, wrapped = (viz.theme.style(go.Figure(), t, 300, top=72) for t in ("Short", long))
     assert (short.layout.height, short.layout.margin.t) == (300, 72)
     assert (wrapped.layout.height, wrapped.layout.margin.t) == (320, 92)

@@ -162,14 +162,17 @@ def legend_html(reasons=tuple(REASON_COLORS)) -> str:
 TITLE_CHARS, SUBTITLE_CHARS = 40, 56
 TITLE_LINE_PX, SUBTITLE_LINE_PX = 20, 14
 _SUP = re.compile(r"<sup>(.*)</sup>", re.S)
+_MARKUP = re.compile(r"</?(?:a|b|i|em|s|span|sub|sup|u)\b[^>]*>", re.I)  # plotly's tags; a token's '<' is text
 
 
 def _wrap_line(line: str, width: int) -> list[str]:
     """One line of plain text in lines of at most `width` characters, broken after a ' ·' where it can, else at
     spaces: the lines joined by spaces give the line back."""
     out: list[str] = []
-    for piece in line.split(" · "):
-        if out and len(out[-1]) + 3 + len(piece) <= width:
+    pieces = line.split(" · ")
+    for n, piece in enumerate(pieces):
+        more = 2 * (n < len(pieces) - 1)  # room for the " ·" a break after it would add
+        if out and len(out[-1]) + 3 + len(piece) + more <= width:
             out[-1] += " · " + piece
             continue
         if out:
@@ -185,7 +188,7 @@ def phone_title(title: str) -> tuple[str, int]:
     for line in title.split("<br>"):
         sup = _SUP.fullmatch(line)
         text, width = (sup.group(1), SUBTITLE_CHARS) if sup else (line, TITLE_CHARS)
-        if "<" in text or len(html.unescape(text)) <= width:
+        if _MARKUP.search(text) or len(html.unescape(text)) <= width:
             lines.append(line)
             continue
         wrapped = _wrap_line(text, width)
