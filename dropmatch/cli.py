@@ -44,7 +44,7 @@ from dropmatch.config import (
     criterion_names,
 )
 from dropmatch.criteria import CRITERION_KNOBS, KNOBS, RELATIVE_CRITERIA
-from dropmatch.decode import cpu_bf16, cpu_name, generate
+from dropmatch.decode import cpu_bf16, cpu_model, cpu_name, generate
 from dropmatch.lab import bench, calibrate, headbench, knob_match, probe, suites, sweep
 from dropmatch.lab.files import recorded
 from dropmatch.lab.paper import HEAD_COST_MS
@@ -348,12 +348,14 @@ def _cmd_headbench(args: argparse.Namespace) -> int:
 # ---- sweep and report -----------------------------------------------------------------------------
 def _environment(args) -> dict:
     """Where the timings come from: library versions (llama-cpp-python's where a command that can run it has it),
-    device, the CPU (and whether it has bf16 arithmetic), threads, niceness, the usable CPUs."""
+    device, the CPU (its name, its model where one name covers several, and whether it has bf16 arithmetic), threads,
+    niceness, the usable CPUs."""
     usable = sorted(os.sched_getaffinity(0))
     llama = hasattr(args, "engine") and llamacpp.available()  # bench's llama.cpp rows, or --engine llama.cpp
     versions = {"llama_cpp_python": llamacpp.library().__version__} if llama else {}
     return {
         "cpu": cpu_name(),
+        "cpu_model": cpu_model(),
         "cpu_bf16": cpu_bf16(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,

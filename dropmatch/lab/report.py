@@ -266,8 +266,12 @@ def _settings(manifest: dict) -> pd.DataFrame:
 
 
 def _sittings(sittings: dict) -> str:
-    """The sittings that timed a suite's cells, counted by CPU: "2: AMD EPYC (1), Intel(R) Xeon(R) Processor (1)"."""
-    cpus = pd.Series([env.get("cpu", "unknown CPU") for env in sittings.values()]).value_counts()
+    """The sittings that timed a suite's cells, counted by CPU: "2: AMD EPYC (1), Intel(R) Xeon(R) Processor (1)",
+    the CPU's model beside its name where the sitting recorded it ("Intel(R) Xeon(R) Processor GenuineIntel 6/207/2":
+    one name can cover several models)."""
+    cpus = pd.Series(
+        [" ".join(filter(None, [env.get("cpu", "unknown CPU"), env.get("cpu_model")])) for env in sittings.values()]
+    ).value_counts()
     return f"{len(sittings)}: " + ", ".join(f"{cpu} ({n})" for cpu, n in cpus.items())
 
 

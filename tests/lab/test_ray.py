@@ -15,6 +15,7 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray  # starts a local Ray cluster and actors
 
 import dropmatch.lab  # noqa: E402
+from dropmatch import decode  # noqa: E402
 from dropmatch.cli import main  # noqa: E402
 from dropmatch.lab import distributed, sweep  # noqa: E402
 from dropmatch.lab.suites import DEFAULT_SUITE, load_suite  # noqa: E402
@@ -190,6 +191,8 @@ def test_cli_ray_backend_records_a_failing_cell_apart_and_goes_on(tmp_path, monk
     assert failed["error"][0] == "ValueError" and failed["message"][0] == f"no good: {keys[2]}"
     manifest = json.loads((out / "sweep.json").read_text())["mini_spec_bench"]
     assert manifest["design"]["environment"]["backend"] == "ray" and "backend" not in manifest["run"]
+    sitting = manifest["design"]["sittings"][sweep.sitting()]  # which CPU timed it, where one name covers several
+    assert sitting["cpu_model"] == decode.cpu_model() and sitting["cpu"] == decode.cpu_name()
 
 
 @pytest.mark.parametrize(

@@ -247,6 +247,14 @@ def test_a_sitting_times_itself_against_the_lossless_cells_another_timed(tmp_pat
         check_manifest(tmp_path, "s", run, {"design": "ofat", "sittings": {sitting: {"cpu": cpu}}})
     page = render(load_sweep(tmp_path), json.loads((tmp_path / "sweep.json").read_text()))
     assert "3: AMD EPYC (2), Intel(R) Xeon(R) Processor (1)" in page  # the report counts the machines
+    for sitting, model in (("D", "GenuineIntel 6/207/2"), ("E", "GenuineIntel 6/143/8")):  # one name, two models
+        env = {"cpu": "Intel(R) Xeon(R) Processor", "cpu_model": model}
+        check_manifest(tmp_path, "s", run, {"design": "ofat", "sittings": {sitting: env}})
+    page = render(load_sweep(tmp_path), json.loads((tmp_path / "sweep.json").read_text()))
+    assert (
+        "Intel(R) Xeon(R) Processor GenuineIntel 6/207/2 (1), Intel(R) Xeon(R) Processor GenuineIntel 6/143/8 (1)"
+        in page
+    )
 
 
 def test_the_manifest_keeps_every_sittings_environment():
