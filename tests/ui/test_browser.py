@@ -143,11 +143,17 @@ def test_on_a_phone_the_inspector_stacks_and_nothing_overlaps(phone):
 
 
 def plot_rendered(page, selector: str, text: str = "") -> None:
-    """Wait until the element holds a rendered plotly plot (and, if given, some text in it)."""
+    """Wait until the element holds a rendered plotly plot (and, if given, some text in it: in its title, the lines a
+    phone's width broke it into read as one)."""
     page.wait_for_selector(f"{selector} .js-plotly-plot", timeout=30_000)
     if text:
         page.wait_for_function(
-            "([sel, t]) => document.querySelector(sel).innerText.includes(t)", arg=[selector, text], **POLL
+            """([sel, t]) => { const el = document.querySelector(sel);
+                const titles = [...el.querySelectorAll('.gtitle')].map((g) => [...g.querySelectorAll(':scope > tspan')]
+                    .map((line) => line.textContent).join(' ').replace(/\\u200b/g, '').replace(/\\s+/g, ' '));
+                return [el.innerText, ...titles].some((s) => s.includes(t)); }""",
+            arg=[selector, text],
+            **POLL,
         )
 
 
