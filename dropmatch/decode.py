@@ -8,6 +8,7 @@ one correction or bonus token are emitted, and both KV caches are cut back to th
 
 from __future__ import annotations
 
+import functools
 import platform
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -109,11 +110,12 @@ def cpu_environment() -> dict[str, str]:
     }
 
 
-def _cpuinfo() -> list[str]:
+@functools.cache  # the CPU does not change under a process; a page open asks for its name, model and flags
+def _cpuinfo() -> tuple[str, ...]:
     try:
-        return Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+        return tuple(Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines())
     except OSError:
-        return []
+        return ()
 
 
 def cpu_name() -> str:
