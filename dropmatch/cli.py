@@ -52,7 +52,7 @@ from dropmatch.models import DEFAULT_DRAFT, DEFAULT_TARGET, DTYPES, load_pair
 from dropmatch.tables import power, seeds
 from dropmatch.tables.summary import summary
 from dropmatch.tables.tradeoff import matched_table, setting_points
-from dropmatch.tables.verdict import against_lossless, cluster, clusters_checked, judged
+from dropmatch.tables.verdict import against_lossless, cluster, clusters_checked, judged, markdown
 
 
 class _Parser(argparse.ArgumentParser):
@@ -516,6 +516,14 @@ def _cmd_sweep(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    if args.markdown:  # the verdict alone, as text: no figures, no HTML
+        df = sweep.load_sweep(args.source, args.limit)
+        scored = [(suite, part) for suite, part in df.groupby("suite", sort=False) if part["score"].notna().any()]
+        if not scored:
+            raise ValueError(f"{args.source} holds no scored suite (HumanEval, word problems): no verdict to write")
+        for suite, part in scored:
+            print(f"### {suite}\n\n{markdown(part)}")
+        return 0
     report = _plotted()
     if report is None:
         raise ValueError(f"the report draws its figures with plotly: {FIGURES_HINT}")
@@ -938,6 +946,11 @@ def _add_sweep(sub) -> None:
         default=None,
         help="judge each suite's first N problems only, in the suite's order (humaneval, word-problems): a part of a "
         "recording still growing, as it was judged (default file: DIR/report_firstN.html)",
+    )
+    r.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print each scored suite's verdict against lossless as a Markdown table instead (no HTML written)",
     )
     r.set_defaults(func=_cmd_report)
 

@@ -449,3 +449,52 @@ def test_non_inferiority_does_not_rest_on_no_loss_seen():
     got = verdict.against_lossless(table).iloc[0]
     assert (got["lost"], got["gained"]) == (0, 1)
     assert got["diff_lower"] < -verdict.bar_share() and got["non_inferior"] == "cannot tell"
+
+
+def _markdown_rows(text: str) -> dict[str, list[str]]:
+    """A Markdown table's body as {setting: its other cells}."""
+    body = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| setting")]
+    return {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("| ").split(" | ")] for line in body)}
+
+
+def test_the_verdict_as_markdown_reads_as_its_table(table):
+    """One row per setting, lossless first; each cell the verdict table's own number, in points where a share."""
+    text = verdict.markdown(table)
+    got = _markdown_rows(text)
+    assert list(got)[0] == "lossless" and got["lossless"][:2] == ["4.80", f"{120 / N:.1%}"]
+    judged_ = verdict.against_lossless(table)
+    assert len(got) == len(judged_) + 1
+    dm = judged_[(judged_["rule"] == "DropMatch js+majority") & (judged_["knob"] == 0.3)].iloc[0]
+    tau, score, discordant, diff, lower, detect, rho, speed = got["DropMatch js+majority, p_drop 0.3"]
+    assert (tau, score, discordant) == ("5.40", f"{115 / N:.1%}", "6 / 1")  # 6 lost, 1 gained: 115 of 164
+    assert diff.startswith(f"\u2212{500 / N:.1f} [") and diff.endswith(f"Holm {dm['holm_p']:.2f}")  # -5 of 164
+    assert lower == f"\u2212{-100 * dm['diff_lower']:.1f}: {dm['non_inferior']}"
+    assert detect == f"{100 * dm['detectable_loss']:.1f}" and rho == "\u2013"  # HumanEval: each problem its own
+    assert speed == "1.00"
+    assert "164 problems; the bar: \u22121.22 points (2 of 164). Holm over the 8 settings" in text
+
+
+def test_the_verdict_as_markdown_gives_rho_where_problems_cluster_and_names_what_is_still_recorded(table):
+    clustered = table.assign(prompt_id=[f"t{int(p.split('/')[1]) % 20}#{p}" for p in table["prompt_id"]])
+    cut = clustered[~((clustered["criterion"] == "fuzzy-js") & (clustered["knob"] == 0.2)).to_numpy()
+                    | (clustered.groupby(["criterion", "knob"], dropna=False).cumcount() < 100).to_numpy()]  # fmt: skip
+    text = verdict.markdown(cut)
+    got = _markdown_rows(text)
+    assert "fuzzy-js, threshold 0.2" not in got
+    assert text.rstrip().endswith("Still being recorded, left out: fuzzy-js 0.2 (100 of 164).")
+    planned = power.plan(verdict.against_lossless(verdict.complete(cut)[0]), verdict.bar_share())
+    row = planned[(planned["rule"] == "typical") & (planned["knob"] == 0.1)].iloc[0]
+    ends = f"{row['rho']:.2f} [{row['rho_low']:.2f}, {row['rho_high']:.2f}]".replace("-", "\u2212")
+    assert got["typical (greedy reading), epsilon 0.1"][6] == ends and "(20 clusters)" in text
+
+
+def test_report_markdown_prints_each_scored_suite_and_writes_no_html(table, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cli.sweep, "load_sweep", lambda source, limit=None: table.assign(suite="humaneval"))
+    assert cli.main(["report", "--from", str(tmp_path), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### humaneval\n\n| setting |") and out == f"### humaneval\n\n{verdict.markdown(table)}\n"
+    assert not list(tmp_path.iterdir())
+    unscored = table.assign(suite="humaneval", score=np.nan)
+    monkeypatch.setattr(cli.sweep, "load_sweep", lambda source, limit=None: unscored)
+    assert cli.main(["report", "--from", str(tmp_path), "--markdown"]) == 2
+    assert "holds no scored suite (HumanEval, word problems): no verdict to write" in capsys.readouterr().err

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dropmatch.criteria import RULES
-from dropmatch.tables.power import design_effect, design_effect_interval, detectable, implied_rho
+from dropmatch.tables.power import design_effect, design_effect_interval, detectable, implied_rho, plan
 from dropmatch.tables.summary import paired_p
 from dropmatch.tables.tradeoff import (
     at_knob,
@@ -488,6 +488,82 @@ def shown_rules(table: pd.DataFrame, greedy_: bool) -> pd.DataFrame:
         if column in out:
             out[column] = [shown_rule(r, greedy_) for r in out[column]]
     return out
+
+
+def _points(share: float) -> str:
+    """A share as signed points, one decimal, with a true minus sign: -0.0837 -> "−8.4"."""
+    return f"{100 * share:+.1f}".replace("-", "\u2212")
+
+
+def _two(x: float) -> str:
+    """Two decimals with a true minus sign, and no "-0.00"."""
+    return f"{x + 0.0:.2f}".replace("-0.00", "0.00").replace("-", "\u2212")
+
+
+def _holm(p: float) -> str:
+    return "Holm <0.001" if p < 0.001 else f"Holm {p:.3f}" if p < 0.01 else f"Holm {p:.2f}"
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """The verdict against lossless as a Markdown table, for a paper or a note: one row per whole setting (`complete`;
+    lossless first) with its pooled tau, pass@1, problems lost / gained, the difference in points with its 95%
+    interval and Holm's p over the table, the one-sided 95% lower bound with the verdict at the bar, the smallest
+    loss its problems detect at 80% power, the intra-cluster correlation of its differences with its 95% interval
+    (where problems cluster, as a word problem's template does) and the median speed ratio (CPU time) against
+    lossless, marked § where part of it was scaled from another sitting. A setting still being recorded is named
+    under the table. ValueError where nothing is scored beside lossless."""
+    whole, partial = complete(df)
+    table = against_lossless(whole)
+    if table.empty:
+        raise ValueError("nothing is scored beside lossless: no verdict to write")
+    greedy_, rho = greedy(whole), plan(table, bar_share())
+    rows = whole.assign(rule=whole.apply(rule_name, axis=1), knob=whole.apply(knob_of, axis=1))
+    speed = {}
+    for (rule, knob), part in rows.groupby(["rule", "knob"], dropna=False):
+        ratio = part["speedup_cpu"].median() if "speedup_cpu" in part else float("nan")
+        scaled = "speed_basis" in part and bool((part["speed_basis"] == "adjusted").any())
+        speed[setting_key(rule, knob)] = "–" if ratio != ratio else f"{ratio:.2f}" + ("§" if scaled else "")
+    points = setting_points(whole)
+    base = points[points["method"] == "lossless"].iloc[0]
+    head = [
+        "setting", "τ", "pass@1", "lost / gained", "difference, points, 95%", "one-sided lower bound: within the bar?",
+        "detectable loss", "ρ, 95%", "speed",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    score = table["score_lossless"].iloc[0]
+    lossless = ["lossless", f"{base['tau']:.2f}", f"{score:.1%}", *["–"] * 5, speed[setting_key("lossless", None)]]
+    lines.append("| " + " | ".join(lossless) + " |")
+    for r, c in zip(table.itertuples(), rho.itertuples()):
+        knob = f", {r.knob_name} {r.knob:g}".replace("-", "\u2212") if r.knob == r.knob else ""
+        name = shown_rule(r.rule, greedy_) + knob
+        ends = "–" if c.rho != c.rho else f"{_two(c.rho)} [{_two(c.rho_low)}, {_two(c.rho_high)}]"
+        cells = [
+            name,
+            f"{r.tau:.2f}",
+            f"{r.score:.1%}",
+            f"{r.lost} / {r.gained}",
+            f"{_points(r.score_diff)} [{_points(r.diff_low)}, {_points(r.diff_high)}], {_holm(r.holm_p)}",
+            f"{_points(r.diff_lower)}: {r.non_inferior}",
+            f"{100 * r.detectable_loss:.1f}",
+            ends,
+            speed.get(setting_key(r.rule, r.knob), "–"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    n = whole.loc[whole["method"] == "lossless", "prompt_id"].nunique()
+    lines.append("")
+    lines.append(
+        f"{n} problems; the bar: \u2212{100 * bar_share():.2f} points ({BAR_PROBLEMS} of {BAR_OF}). Holm over the "
+        f"{len(table)} settings; intervals and tests by cluster ({table['clusters'].iloc[0]} clusters)."
+        + (" §: timed in another sitting than lossless, scaled by lossless's cost per forward in the two (an estimate)."
+           if any("§" in v for v in speed.values()) else "")
+    )  # fmt: skip
+    if len(partial):
+        named = (
+            shown_rule(r.rule, greedy_) + ("" if r.knob != r.knob else f" {r.knob:g}") for r in partial.itertuples()
+        )
+        busy = ", ".join(f"{name} ({r.problems} of {r.of})" for name, r in zip(named, partial.itertuples()))
+        lines.append(f"Still being recorded, left out: {busy}.")
+    return "\n".join(lines) + "\n"
 
 
 def within_bar_band(score_lossless: float) -> tuple[float, float]:
