@@ -20,7 +20,7 @@ from dropmatch.lab.claims import paper_comparison
 from dropmatch.lab.composition import compose
 from dropmatch.lab.files import read_manifest
 from dropmatch.lab.paper import PAPER_COLUMN, REFERENCE_COLUMN
-from dropmatch.lab.sweep import load_sweep, write_tables
+from dropmatch.lab.sweep import load_sweep, sitting_id, write_tables
 from dropmatch.metrics import DEFINITIONS, PROXY_NOTE
 from dropmatch.tables.summary import per_category, rows_at
 from dropmatch.tables.tradeoff import centre
@@ -53,7 +53,7 @@ EXTRA_DEFINITIONS = {
     "sittings": "the sittings (boots of a machine) that timed the suite's cells, counted by the CPU each ran on "
     "(sweep.json names each one's machine); speed ratios across them are scaled, see speed_basis",
     "sitting": "the sitting that decoded the cell: one boot of one machine, named by when it booted (UTC) and its boot "
-    "id; sweep.json names each sitting's machine (empty for cells recorded before sittings were named)",
+    "id (the id decides: a restored virtual machine can name its boot time seconds off); sweep.json names each sitting's machine (empty for cells recorded before sittings were named)",
     "speed_adjusted": "share of the setting's problems whose speed ratio was scaled across sittings (speed_basis "
     "adjusted): an estimate, not a side-by-side measurement",
     "score": "the task's own score, 0/1 (HumanEval: the problem's tests pass; word problems: the completion's final "
@@ -268,11 +268,14 @@ def _settings(manifest: dict) -> pd.DataFrame:
 def _sittings(sittings: dict) -> str:
     """The sittings that timed a suite's cells, counted by CPU: "2: AMD EPYC (1), Intel(R) Xeon(R) Processor (1)",
     the CPU's model beside its name where the sitting recorded it ("Intel(R) Xeon(R) Processor GenuineIntel 6/207/2":
-    one name can cover several models)."""
+    one name can cover several models). Names of one boot count once (`sitting_id`)."""
+    boots = {}
+    for name, env in sittings.items():
+        boots.setdefault(sitting_id(name), env)
     cpus = pd.Series(
-        [" ".join(filter(None, [env.get("cpu", "unknown CPU"), env.get("cpu_model")])) for env in sittings.values()]
+        [" ".join(filter(None, [env.get("cpu", "unknown CPU"), env.get("cpu_model")])) for env in boots.values()]
     ).value_counts()
-    return f"{len(sittings)}: " + ", ".join(f"{cpu} ({n})" for cpu, n in cpus.items())
+    return f"{len(boots)}: " + ", ".join(f"{cpu} ({n})" for cpu, n in cpus.items())
 
 
 def _definitions(df: pd.DataFrame) -> str:

@@ -327,6 +327,16 @@ def sitting() -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(began))} boot {boot}"
 
 
+def sitting_id(name) -> str:
+    """What makes two rows' sittings one: the boot id where the name holds one, else the whole name ("" for rows
+    from before sittings were named). A virtual machine restored from a snapshot reports its boot time some seconds
+    off (here 30 s), so one boot can carry two names."""
+    if not isinstance(name, str):
+        return ""
+    boot = name.partition(" boot ")[2]
+    return f"boot {boot}" if boot else name
+
+
 def with_baselines(out_dir, suite: str, todo) -> list[tuple[SuiteItem, Setting]]:
     """`todo` with this sitting's lossless cells among them: where a problem's pending cells will be compared with a
     lossless cell another sitting recorded (or one recorded before cells named their sitting), and this sitting has
@@ -336,10 +346,10 @@ def with_baselines(out_dir, suite: str, todo) -> list[tuple[SuiteItem, Setting]]
         return []
     cells = read_cells(out_dir)
     base = cells[cells["method"] == "lossless"]
-    recorded_in = dict(zip(base["key"], base["sitting"]))
-    now = sitting()
+    recorded_in = dict(zip(base["key"], base["sitting"].map(sitting_id)))
+    now = sitting_id(sitting())
     timed = read_baselines(out_dir)
-    timed = set(timed.loc[timed["sitting"] == now, "key"]) if len(timed) else set()
+    timed = set(timed.loc[timed["sitting"].map(sitting_id) == now, "key"]) if len(timed) else set()
     out, seen, needing = [], set(), 0
     for item, s in todo:
         b = Setting("lossless", s.gamma, seed=s.seed, baseline=True)
@@ -488,13 +498,14 @@ def sitting_factors(cells: pd.DataFrame, baselines: pd.DataFrame | None = None) 
     """What lossless cost per target forward in one sitting against another, per suite: for every pair of sittings
     that timed lossless on the same problems (in the cell log, or decoded again into baselines.jsonl), the median
     over those problems of the ratio of CPU seconds (cpu_factor) and of wall seconds (wall_factor) per target
-    forward. Rows recorded before rows named their sitting share the sitting ""."""
+    forward. Sittings are told apart by `sitting_id`; rows recorded before rows named their sitting share the
+    sitting ""."""
     on = ["suite", "prompt_id", "gamma", "seed"]
     parts = [cells[cells["method"] == "lossless"]] + ([baselines] if baselines is not None and len(baselines) else [])
     obs = pd.concat(parts, ignore_index=True)
     obs = obs.assign(
         seed=obs["seed"].fillna(0),
-        sitting=obs["sitting"].fillna(""),
+        sitting=obs["sitting"].map(sitting_id),
         cpu=obs["cpu_s"] / obs["target_forwards"],
         wall=obs["wall_s"] / obs["target_forwards"],
     )[[*on, "sitting", "cpu", "wall"]]
@@ -526,7 +537,7 @@ def add_comparisons(
     df = cells.merge(base, on=on, how="left", suffixes=("", "_lossless"))
     df["tau_gain"] = df["tau"] / df["tau_lossless"] - 1
     df["length_ratio"] = df["n_tokens"] / df["n_tokens_lossless"]
-    mine, theirs = df["sitting"].fillna(""), df["sitting_lossless"].fillna("")
+    mine, theirs = df["sitting"].map(sitting_id), df["sitting_lossless"].map(sitting_id)
     keys = pd.DataFrame({"suite": df["suite"], "sitting": mine, "sitting_lossless": theirs})
     factors = sitting_factors(cells, baselines) if factors is None else factors
     factors = keys.merge(factors, how="left", on=list(keys.columns))

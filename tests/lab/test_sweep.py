@@ -257,6 +257,28 @@ def test_a_sitting_times_itself_against_the_lossless_cells_another_timed(tmp_pat
     )
 
 
+def test_one_boot_is_one_sitting_though_its_boot_time_moves(tmp_path, monkeypatch):
+    """A virtual machine restored from a snapshot reports its boot time some seconds off: the same boot id is the same
+    sitting, so no lossless cell is timed again, its cells' speed ratios stay side by side, and the report counts
+    one machine."""
+    run = {"max_new_tokens": 8}
+    before, after = "2026-12-07T02:07:09Z boot da9737ac", "2026-12-07T02:07:39Z boot da9737ac"
+    monkeypatch.setattr(sweep, "sitting", lambda: before)
+    run_sweep(ITEMS, design_settings({}, "ofat"), tmp_path, "s", run, timed_runner([], ms=100))
+    monkeypatch.setattr(sweep, "sitting", lambda: after)
+    later = [Setting("dropmatch", 5, 5, 0.5, "js+majority")]
+    run_sweep(ITEMS, later, tmp_path, "s", run, timed_runner(calls := [], ms=50))
+    assert calls == ["s|a|dropmatch|g5|K5|p0.5|js+majority", "s|b|dropmatch|g5|K5|p0.5|js+majority"]
+    assert read_baselines(tmp_path).empty
+    df = load_sweep(tmp_path)
+    assert set(df["speed_basis"].dropna()) == {"side by side"}
+    xeon = {"cpu": "Intel(R) Xeon(R) Processor"}
+    for name in (before, after):
+        check_manifest(tmp_path, "s", run, {"design": "ofat", "sittings": {name: xeon}})
+    page = render(df, json.loads((tmp_path / "sweep.json").read_text()))
+    assert "1: Intel(R) Xeon(R) Processor (1)" in page
+
+
 def test_the_manifest_keeps_every_sittings_environment():
     first = {"design": "ofat", "sittings": {"A": {"cpu": "Xeon"}}, "environment": {"cpu": "Xeon"}}
     merged = merge_designs(
