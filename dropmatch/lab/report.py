@@ -53,7 +53,8 @@ EXTRA_DEFINITIONS = {
     "sittings": "the sittings (boots of a machine) that timed the suite's cells, counted by the CPU each ran on "
     "(sweep.json names each one's machine); speed ratios across them are scaled, see speed_basis",
     "sitting": "the sitting that decoded the cell: one boot of one machine, named by when it booted (UTC) and its boot "
-    "id (the id decides: a restored virtual machine can name its boot time seconds off); sweep.json names each sitting's machine (empty for cells recorded before sittings were named)",
+    "id (the id decides: a restored virtual machine can name its boot time seconds off); sweep.json names each "
+    "sitting's machine (empty for cells recorded before sittings were named)",
     "speed_adjusted": "share of the setting's problems whose speed ratio was scaled across sittings (speed_basis "
     "adjusted): an estimate, not a side-by-side measurement",
     "score": "the task's own score, 0/1 (HumanEval: the problem's tests pass; word problems: the completion's final "
