@@ -174,6 +174,26 @@ COLUMN_DEFINITIONS = (
         "weights": "the model pair and what its weights are (the embedded pair is 4-bit GGUF, not the bf16 originals)",
         "target_id": "the target model: a hub id, a local path, or 'embedded'",
         "draft_id": "the draft model: a hub id, a local path, or 'embedded'",
+        "max_new_tokens": "the most tokens a cell generates after its prompt (a cell that reaches it is capped)",
+        "seed": "the random seed: DropMatch's dropout masks, and at T > 0 the sampling draws (at T = 0 only the "
+        "masks depend on it)",
+        "dtype": "the models' compute type (bfloat16 or float32)",
+        "draft_quant": "the draft's weights where not as loaded: int8 weight-only (per-channel scales) or int4 in "
+        "groups of 32",
+        "draft_vocab": "the draft's vocabulary size where it differs from the target's",
+        "temperature": "the sampling temperature; empty at T = 0 (greedy)",
+        "batch": "cells decoded at a time, in lockstep rounds, per process (a sweep refills its slots as cells "
+        "finish); empty at 1",
+        "suite_version": "the generated suite's version: another version is another set of problems",
+        "design": "how the settings were chosen: ofat moves one DropMatch factor at a time away from the centre, "
+        "grid runs every combination of their values",
+        "centre": "the DropMatch setting the tables hold while one factor moves: each factor's most frequent value "
+        "among the suite's DropMatch rows (span-gated rows are another rule; a directory recorded by several commands "
+        "keeps the last command's centre in sweep.json, this is the one its tables read)",
+        "varied": "the values each factor and each rule's knob took, over every command that recorded the directory",
+        "environment": "where the latest sitting decoded: the CPU (its name, model and whether it multiplies bf16 "
+        "natively), the library versions, the threads and CPUs each process used, and the backend and processes "
+        "that ran the cells",
         "score_diff": "pass@1 of this setting minus lossless's, on the same problems",
         "diff_low": "low end of the paired bootstrap 95% interval of score_diff (problems resampled, 10,000 times)",
         "diff_high": "high end of the paired bootstrap 95% interval of score_diff",
@@ -240,11 +260,16 @@ def table_html(df: pd.DataFrame) -> str:
     return f"<div class=scroll><table class=dm-table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
-def _settings(manifest: dict) -> pd.DataFrame:
-    """One row per suite: the run-wide settings, the design and the environment the timings come from."""
+def _settings(manifest: dict, df: pd.DataFrame) -> pd.DataFrame:
+    """One row per suite: the run-wide settings, the design and the environment the timings come from. The centre
+    is the one the suite's tables hold (`centre`), in the design's order; the recorded design's only where no
+    DropMatch row ran."""
     rows = []
     for suite, entry in manifest.items():
         design, run = entry.get("design") or {}, entry.get("run", {})
+        held = centre(df[df["suite"] == suite]) or design.get("centre") or {}
+        order = [*(design.get("centre") or {}), *held]
+        held = {k: held[k] for k in dict.fromkeys(order) if k in held}
         embedded_pair = run.get("target_id") == EMBEDDED_ID and run.get("draft_id") == EMBEDDED_ID
         weights = EMBEDDED_LABEL if embedded_pair else f"{run.get('target_id')} target, {run.get('draft_id')} draft"
         rows.append(
@@ -253,7 +278,7 @@ def _settings(manifest: dict) -> pd.DataFrame:
                 **run,
                 "weights": weights,
                 "design": design.get("design"),
-                "centre": " ".join(f"{k}={v}" for k, v in (design.get("centre") or {}).items()),
+                "centre": " ".join(f"{k}={v}" for k, v in held.items()),
                 "varied": "; ".join(
                     f"{k}: {', '.join(map(str, v))}"
                     for k, v in {**(design.get("grid") or {}), **(design.get("rules") or {})}.items()
@@ -377,7 +402,7 @@ def render(df: pd.DataFrame, manifest: dict, title: str = "DropMatch sweep repor
     """The report as one HTML string; plotly.js is inlined with the first figure only."""
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        "<h2>Settings</h2>" + table_html(_settings(manifest)),
+        "<h2>Settings</h2>" + table_html(_settings(manifest, df)),
         "<h2>Definitions</h2>" + _definitions(df),
         f"<h2>Comparison with the paper</h2><p class=note>{NOTE}</p>" + table_html(paper_comparison(df)),
     ]

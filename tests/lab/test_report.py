@@ -256,3 +256,19 @@ def test_a_recorded_sweeps_written_files_are_what_its_cells_give_now(folder, tmp
     assert kept == written, "a written file is missing, or one is kept that the records no longer give"
     stale = [name for name in written if (tmp_path / name).read_bytes() != (source / name).read_bytes()]
     assert not stale, f"assets/{folder}: {stale} differ from what its records give; rewrite them"
+
+
+def test_the_settings_table_names_the_centre_its_tables_hold_and_defines_every_column(table):
+    """A directory recorded by several commands keeps the last command's design in sweep.json; a last command run at
+    another centre (span-gated DropMatch at p_drop 0.31) must not relabel the centre the tables hold (0.3). Every
+    column of the table has its definition on hover."""
+    manifest = json.loads((RECORDED / "sweep.json").read_text(encoding="utf-8"))
+    manifest["humaneval"]["design"]["centre"] = {"gamma": 5, "K": 5, "p_drop": 0.31, "criterion": "js+majority"}
+    page = render(table, manifest)
+    settings = page.split("<h2>Settings</h2>")[1].split("</table>")[0]
+    cells = re.findall(r"<td>([^<]*)</td>", settings)
+    assert "gamma=5 K=5 p_drop=0.3 criterion=js+majority" in cells
+    assert not any("p_drop=0.31" in cell for cell in cells)
+    headers = re.findall(r"<th( title=\"[^\"]+\")?>([^<]+)</th>", settings)
+    assert "centre" in [name for _, name in headers]
+    assert [name for title, name in headers if not title] == []
