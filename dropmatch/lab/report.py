@@ -188,8 +188,8 @@ COLUMN_DEFINITIONS = (
         "design": "how the settings were chosen: ofat moves one DropMatch factor at a time away from the centre, "
         "grid runs every combination of their values",
         "centre": "the DropMatch setting the tables hold while one factor moves: each factor's most frequent value "
-        "among the suite's DropMatch rows (span-gated rows are another rule; a directory recorded by several commands "
-        "keeps the last command's centre in sweep.json, this is the one its tables read)",
+        "among the suite's DropMatch rows (span-gated rows are another rule). sweep.json keeps only the last recording "
+        "command's centre, which can differ",
         "varied": "the values each factor and each rule's knob took, over every command that recorded the directory",
         "environment": "where the latest sitting decoded: the CPU (its name, model and whether it multiplies bf16 "
         "natively), the library versions, the threads and CPUs each process used, and the backend and processes "
