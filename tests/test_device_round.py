@@ -52,17 +52,27 @@ def test_checking_every_position_at_once_gives_the_same_run(name, noisy_pair):
     for a, b in zip(at_once["records"], one_by_one["records"]):
         assert a.keys() == b.keys()
         for key in a:
-            assert close(a[key], b[key]), (a["round"], a["pos"], key, a[key], b[key])
+            near = JS_ABS if key in JS_KEYS else 1e-6
+            assert close(a[key], b[key], near), (a["round"], a["pos"], key, a[key], b[key])
 
 
-def close(a, b) -> bool:
-    """Equal, floats to float32 rounding (a batched head product may round differently), through lists and dicts."""
+# A JS divergence is a difference of entropies (`heads.js_divergence`): a value of about 1e-3 nats is what is left of
+# sums of up to ln V nats each, so the float32 rounding of logits that a batched head product rounds differently
+# (about 6e-8 of each logit, of order 10 here) moves it by some 1e-6 nats, more than the 1e-6 kept for the other
+# floats. Seen on an AVX2-only CPU: 6.809e-4 against 6.824e-4 nats, the same decisions and tokens.
+JS_KEYS = ("js_paths", "js_draft", "threshold")
+JS_ABS = 1e-5
+
+
+def close(a, b, near: float = 1e-6) -> bool:
+    """Equal, floats to float32 rounding (a batched head product may round differently: within 1e-5 relative or
+    `near` absolute), through lists and dicts."""
     if isinstance(a, float) or isinstance(b, float):
-        return a is not None and b is not None and a == pytest.approx(b, rel=1e-5, abs=1e-6)
+        return a is not None and b is not None and a == pytest.approx(b, rel=1e-5, abs=near)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(close(x, y, near) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(close(a[k], b[k], near) for k in a)
     return a == b
 
 
