@@ -36,7 +36,8 @@ FAILED = "failed.jsonl"
 RETRIES = 3  # resubmissions of one cell after its actor died, before it is recorded as failed
 # Cells an actor takes at once, in batches: with one batch a chunk, the batch drains as its cells finish and the actor
 # waits on its longest (word problems at batch 16: about 60% of the cells per hour of a full batch); with four, a
-# finished cell's place is taken by the next until the chunk's last batch.
+# finished cell's place is taken by the next until the chunk's last batch. Each cell's row streams back as it finishes,
+# so a stop loses only the cells still decoding, however long a chunk takes.
 CHUNK_BATCHES = 4
 # an actor that died, crashed or was killed by Ray's memory monitor: its chunk goes back to the queue, a new actor
 # takes its place
@@ -78,12 +79,15 @@ class CellActor:
         torch.set_num_threads(max(1, min(threads, len(os.sched_getaffinity(0)))))  # as the serial sweep does
         self.runner = make()
 
-    def run(self, cells: list[tuple[SuiteItem, sweep.Setting]]) -> list[dict]:
-        """The runner's metrics rows of some cells, in their order, exactly what the serial sweep would record: through
-        the runner's `many` where it has one (several cells decoded at a time), else one cell after another."""
+    def run(self, cells: list[tuple[SuiteItem, sweep.Setting]]) -> Iterator[tuple[int, dict]]:
+        """(index into `cells`, its metrics row) as each cell finishes, the row exactly what the serial sweep would
+        record: through the runner's `many` where it has one (several cells decoded at a time), else one cell after
+        another. On Ray a stream: each row reaches the driver while the actor goes on."""
         if hasattr(self.runner, "many"):
-            return [row for _, row in sorted(self.runner.many(cells), key=lambda done: done[0])]
-        return [self.runner(item, setting) for item, setting in cells]
+            yield from self.runner.many(cells)
+            return
+        for index, (item, setting) in enumerate(cells):
+            yield index, self.runner(item, setting)
 
     def pid(self) -> int:
         """The actor's process id (to watch its memory)."""
@@ -176,15 +180,16 @@ def iter_ray_sweep(
     retries: int = RETRIES,
     batch: int = 1,
 ) -> Iterator[tuple[int, int, dict]]:
-    """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it arrives;
+    """Run every pending cell on `actors` Ray actors (Ray must be initialised), appending each row as it finishes;
     where the pending cells' lossless baseline was timed in another sitting, some of this sitting's own lossless cells
     among them (`sweep.with_baselines`, into baselines.jsonl).
 
     Yields (finished cells, all cells, the row just written), like `sweep.iter_sweep`. Each actor holds up to
     CHUNK_BATCHES x `batch` cells at a time, which its runner decodes `batch` at a time (a finished cell's place taken
-    by the next); closing the generator (an interruption) kills the actors, and
-    the cells they held stay pending. A chunk whose actor dies goes back to the queue; when a chunk's runner raises,
-    each of its cells runs again alone, so only the cell that raises is recorded as failed.
+    by the next), each row streamed back as its cell finishes; closing the generator (an interruption) kills the
+    actors, and the cells they still held stay pending. When an actor dies, the cells of its chunk not yet back go to
+    the queue again; when a chunk's runner raises, each of those cells runs again alone, so only the cell that raises
+    is recorded as failed.
     """
     todo, total = sweep.pending(out_dir, suite, items, settings), len(items) * len(settings)
     if not todo:
@@ -205,41 +210,53 @@ def iter_ray_sweep(
                     while not chunk[0][3] and queue and not queue[0][3] and len(chunk) < batch * CHUNK_BATCHES:
                         chunk.append(queue.popleft())
                     cells = [(item, setting) for item, setting, _, _ in chunk]
-                    inflight[pool.actors[slot].run.remote(cells)] = (slot, chunk)
-                (ref,), _ = ray.wait(list(inflight), num_returns=1)
-                slot, chunk = inflight.pop(ref)
+                    inflight[pool.actors[slot].run.remote(cells)] = (slot, chunk, set())
+                (stream,), _ = ray.wait(list(inflight), num_returns=1)
+                slot, chunk, back = inflight[stream]
                 try:
-                    rows = ray.get(ref)
+                    index, metrics = ray.get(next(stream))
+                except StopIteration:  # every cell of the chunk is back
+                    del inflight[stream]
+                    pool.idle.append(slot)
+                    continue
                 except ACTOR_FAULTS as err:
                     if getattr(err, "actor_init_failed", False):
                         raise ValueError(f"a Ray actor could not build its runner: {_one_line(err)}") from None
+                    del inflight[stream]
                     pool.replace(slot)
-                    for item, setting, tries, alone in reversed(chunk):
+                    for item, setting, tries, alone in reversed(_not_back(chunk, back)):
                         if tries < retries:
                             queue.appendleft((item, setting, tries + 1, alone))
                         elif not setting.baseline:  # a re-timed lossless cell that fails is only left out
                             record_failure(out_dir, suite, item, setting, err, tries + 1)
                     continue
                 except RayTaskError as err:
+                    del inflight[stream]
                     pool.idle.append(slot)
-                    if len(chunk) > 1:  # which cell raised: each runs again alone
-                        queue.extendleft((item, setting, tries, True) for item, setting, tries, _ in reversed(chunk))
+                    left = _not_back(chunk, back)
+                    if len(left) > 1:  # which cell raised: each runs again alone
+                        queue.extendleft((item, setting, tries, True) for item, setting, tries, _ in reversed(left))
                         continue
-                    item, setting, tries, _ = chunk[0]
+                    item, setting, tries, _ = left[0]
                     if not setting.baseline:
                         record_failure(out_dir, suite, item, setting, err.cause or err, tries + 1)
                     continue
-                pool.idle.append(slot)
-                for (item, setting, _, _), metrics in zip(chunk, rows):
-                    row = sweep.cell_row(suite, item, setting, run, metrics)
-                    if setting.baseline:
-                        sweep.append_baseline(out_dir, row)
-                        continue
-                    sweep.append_row(fh, row)
-                    done += 1
-                    yield done, total, row
+                back.add(index)
+                item, setting, _, _ = chunk[index]
+                row = sweep.cell_row(suite, item, setting, run, metrics)
+                if setting.baseline:
+                    sweep.append_baseline(out_dir, row)
+                    continue
+                sweep.append_row(fh, row)
+                done += 1
+                yield done, total, row
     finally:
         pool.close()
+
+
+def _not_back(chunk: list, back: set[int]) -> list:
+    """The cells of a chunk whose rows have not come back, in the chunk's order."""
+    return [cell for index, cell in enumerate(chunk) if index not in back]
 
 
 def _one_line(err: BaseException) -> str:

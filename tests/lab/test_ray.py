@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,13 +46,15 @@ RUN = {"max_new_tokens": 10}
 @dataclass(frozen=True)
 class TinyRunners:
     """A picklable runner factory for the actors: the noisy tiny pair; each cell it starts is logged (tag, key);
-    it can die once (os._exit, remembered in a marker file) on one cell and raise ValueError on another."""
+    it can die once (os._exit, remembered in a marker file) on one cell and raise ValueError on another, and hold
+    one cell until a file `<log>.release` appears (at most two minutes), marking `<log>.held` once it is decoded."""
 
     log: str
     tag: str = "-"
     suite: str = "s"
     crash: str | None = None
     fail: str | None = None
+    hold: str | None = None
 
     def __call__(self):
         from tiny_pair import tiny_pair
@@ -66,7 +70,14 @@ class TinyRunners:
                 os._exit(1)
             if key == self.fail:
                 raise ValueError(f"no good: {key}")
-            return runner(item, setting)
+            if key != self.hold:
+                return runner(item, setting)
+            deadline = time.monotonic() + 120
+            while not Path(self.log + ".release").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            row = runner(item, setting)
+            Path(self.log + ".held").touch()
+            return row
 
         return run
 
@@ -256,3 +267,19 @@ def test_a_chunk_whose_actor_ray_killed_for_memory_runs_again(noisy_pair, tmp_pa
     distributed.run_ray_sweep(ITEMS, SETTINGS, tmp_path / "ray", "s", RUN, TinyBatches(2), actors=2, batch=2)
     assert sorted(logged_keys(tmp_path / "ray")) == sorted(KEYS) and len(calls) > len(KEYS) // (2 * 4)
     assert not (tmp_path / "ray" / distributed.FAILED).exists()
+
+
+def test_a_chunks_rows_are_written_as_its_cells_finish_not_when_the_chunk_does(tmp_path):
+    """One actor holds all six cells (one chunk) and the last of them waits for a release: the first five rows are
+    written while it waits, so a stop would lose only the cell still decoding; released, it is written too."""
+    out, log = tmp_path / "out", tmp_path / "log"
+    last_item, last_setting = pending(out, "s", ITEMS, SETTINGS)[-1]
+    held = last_setting.key("s", last_item.id)
+    rows = distributed.iter_ray_sweep(ITEMS, SETTINGS, out, "s", RUN, TinyRunners(str(log), hold=held), batch=2)
+    with contextlib.closing(rows):
+        first = [next(rows)[2]["key"] for _ in range(len(KEYS) - 1)]
+        assert not Path(f"{log}.held").exists()  # written while the chunk's last cell was still held
+        assert logged_keys(out) == first and held not in first
+        Path(f"{log}.release").touch()
+        assert next(rows)[2]["key"] == held and Path(f"{log}.held").exists()
+    assert sorted(logged_keys(out)) == sorted(KEYS)
