@@ -39,8 +39,8 @@ RETRIES = 3  # resubmissions of one cell after its actor died, before it is reco
 # finished cell's place is taken by the next until the chunk's last batch. Each cell's row streams back as it finishes,
 # so a stop loses only the cells still decoding, however long a chunk takes.
 CHUNK_BATCHES = 4
-# an actor that died, crashed or was killed by Ray's memory monitor: its chunk goes back to the queue, a new actor
-# takes its place
+# an actor that died, crashed or was killed by Ray's memory monitor: the cells of its chunk not yet back go to the
+# queue again, a new actor takes its place
 ACTOR_FAULTS = (RayActorError, ActorDiedError, WorkerCrashedError, OutOfMemoryError)
 RunnerFactory = Callable[[], sweep.Runner]  # picklable; called once inside each actor
 
@@ -237,9 +237,9 @@ def iter_ray_sweep(
                     if len(left) > 1:  # which cell raised: each runs again alone
                         queue.extendleft((item, setting, tries, True) for item, setting, tries, _ in reversed(left))
                         continue
-                    item, setting, tries, _ = left[0]
-                    if not setting.baseline:
-                        record_failure(out_dir, suite, item, setting, err.cause or err, tries + 1)
+                    for item, setting, tries, _ in left:  # the one cell that raised
+                        if not setting.baseline:
+                            record_failure(out_dir, suite, item, setting, err.cause or err, tries + 1)
                     continue
                 back.add(index)
                 item, setting, _, _ = chunk[index]
